@@ -1,0 +1,85 @@
+"""ctxplug: context-window management for LLM agents.
+
+The public API. Names load lazily from their modules on first use, so ``import ctxplug`` stays fast (no
+vocabulary, no HTTP client); ``from ctxplug import X`` works as usual.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    # engines and their host
+    "ContextEngine": "ctxplug.engine",
+    "EngineContext": "ctxplug.engine",
+    "CompressionReport": "ctxplug.engine",
+    "EngineHost": "ctxplug.host",
+    "hookimpl": "ctxplug.hookspecs",
+    "hookspec": "ctxplug.hookspecs",
+    # resolution
+    "load_engine": "ctxplug.registry",
+    "register_context_engine": "ctxplug.registry",
+    "available_engines": "ctxplug.registry",
+    # configuration
+    "Config": "ctxplug.config",
+    "load_config": "ctxplug.config",
+    "Budgets": "ctxplug.budgets",
+    "compute_budgets": "ctxplug.budgets",
+    # messages and tokens
+    "sanitize_tool_pairs": "ctxplug.messages",
+    "count_tokens": "ctxplug.tokens",
+    "estimate_messages_tokens_rough": "ctxplug.tokens",
+    "IncrementalTokenCounter": "ctxplug.tokens",
+    "Usage": "ctxplug.usage",
+    "normalize_usage": "ctxplug.usage",
+    "context_length_for": "ctxplug.models",
+    # caching and hygiene
+    "apply_anthropic_cache_control": "ctxplug.caching",
+    # errors
+    "CtxplugError": "ctxplug.errors",
+    "ConfigError": "ctxplug.errors",
+    "ConversationError": "ctxplug.errors",
+    "EngineNotFoundError": "ctxplug.errors",
+    "PluginLoadError": "ctxplug.errors",
+    "SummaryError": "ctxplug.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'ctxplug' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:
+    from ctxplug.budgets import Budgets, compute_budgets
+    from ctxplug.caching import apply_anthropic_cache_control
+    from ctxplug.config import Config, load_config
+    from ctxplug.engine import CompressionReport, ContextEngine, EngineContext
+    from ctxplug.errors import (
+        ConfigError,
+        ConversationError,
+        CtxplugError,
+        EngineNotFoundError,
+        PluginLoadError,
+        SummaryError,
+    )
+    from ctxplug.hookspecs import hookimpl, hookspec
+    from ctxplug.host import EngineHost
+    from ctxplug.messages import sanitize_tool_pairs
+    from ctxplug.models import context_length_for
+    from ctxplug.registry import available_engines, load_engine, register_context_engine
+    from ctxplug.tokens import IncrementalTokenCounter, count_tokens, estimate_messages_tokens_rough
+    from ctxplug.usage import Usage, normalize_usage

@@ -1,0 +1,78 @@
+"""The configuration: its schema (frozen dataclasses whose field metadata holds the allowed values) and loading.
+
+Each field's ``metadata`` says what is allowed: ``range`` (inclusive bounds), ``choices`` (a closed set), ``doc``
+(one line for `ctxplug config show` and docs/configuration.md). The loader validates every key against this schema
+and reports errors with the dotted key path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def _opt(default: Any, doc: str, **allowed: Any) -> Any:
+    return field(default=default, metadata={"doc": doc, **allowed})
+
+
+@dataclass(frozen=True)
+class ContextSection:
+    engine: str = _opt("compressor", "name of the context engine (a directory plugin, registered, or builtin)")
+    strict: bool = _opt(False, "raise instead of falling back to the builtin compressor when the engine is missing")
+    plugin_dirs: tuple[str, ...] = _opt(
+        (), "extra plugin directories searched for plugins/context_engine/<name>/ (relative to the config file)"
+    )
+    engines: Mapping[str, Mapping[str, Any]] = _opt(
+        None, "per-engine options, handed to that engine's factory only (context.engines.<name>.<key>)"
+    )
+
+
+@dataclass(frozen=True)
+class CompressionSection:
+    enabled: bool = _opt(True, "compress at all (also gates gateway session hygiene)")
+    threshold: float = _opt(0.50, "fraction of the main model's context length that triggers compression",
+                            range=(0.0, 1.0))
+    target_ratio: float = _opt(0.20, "share of threshold_tokens kept verbatim as the tail", range=(0.10, 0.80))
+    protect_last_n: int = _opt(20, "minimum number of recent messages kept verbatim", range=(1, None))
+    codex_gpt55_autoraise: bool = _opt(True, "raise the threshold to 0.85 for gpt-5.5 on the openai-codex route")
+    system_note: bool = _opt(True, "append the 'earlier turns were compacted' note to the system prompt once")
+
+
+@dataclass(frozen=True)
+class SummaryModelSection:
+    model: str | None = _opt(None, "model that writes summaries; null: the offline extractive summarizer")
+    provider: str = _opt("auto", "auto, openrouter, nous, main, or custom (with base_url)",
+                         choices=("auto", "openrouter", "nous", "main", "custom"))
+    base_url: str | None = _opt(None, "any OpenAI-compatible endpoint")
+    api_key: str | None = _opt(None, "API key; null: the provider's usual environment variable")
+    timeout: float = _opt(120.0, "seconds per summary request", range=(1.0, 3600.0))
+    context_length: int | None = _opt(None, "the summary model's window; null: look it up", range=(1024, None))
+
+
+@dataclass(frozen=True)
+class AuxiliarySection:
+    compression: SummaryModelSection = field(default_factory=SummaryModelSection)
+
+
+@dataclass(frozen=True)
+class PromptCachingSection:
+    cache_ttl: str = _opt("5m", "Anthropic cache TTL: 5m, 1h, or auto (1h when observed gaps make it cheaper)",
+                          choices=("5m", "1h", "auto"))
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated configuration; `source` is the file it came from (None for a dict or the defaults)."""
+
+    context: ContextSection = field(default_factory=ContextSection)
+    compression: CompressionSection = field(default_factory=CompressionSection)
+    auxiliary: AuxiliarySection = field(default_factory=AuxiliarySection)
+    prompt_caching: PromptCachingSection = field(default_factory=PromptCachingSection)
+    models: Mapping[str, int] = _opt(None, "context-length overrides: model name -> tokens")
+    source: Path | None = field(default=None, compare=False)
+
+    def engine_options(self, name: str) -> Mapping[str, Any]:
+        """The options under ``context.engines.<name>`` (empty when absent)."""
+        return dict((self.context.engines or {}).get(name) or {})

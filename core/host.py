@@ -1,0 +1,177 @@
+"""`EngineHost`: what an agent holds — the selected engine behind its pluggy manager, with observers beside it.
+
+The host calls the hooks with keyword arguments and isolates failures: an exception inside the engine or an
+observer is logged with the plugin's name and never costs the caller its messages.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import pluggy
+
+from ctxplug import hookspecs
+from ctxplug.engine import CompressionReport, ContextEngine, Message
+from ctxplug.usage import normalize_usage
+
+log = logging.getLogger("ctxplug")
+
+
+def make_plugin_manager() -> pluggy.PluginManager:
+    """A fresh manager with ctxplug's hookspecs and no plugins."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+class EngineHost:
+    """The selected `ContextEngine` behind a plugin manager; the object `ctxplug.load_engine` returns."""
+
+    def __init__(self, engine: ContextEngine, observers: tuple[object, ...] = ()) -> None:
+        self.engine = engine
+        self.pm = make_plugin_manager()
+        self.pm.register(engine, name=f"engine:{engine.name}")
+        for observer in observers:
+            self.add_observer(observer)
+        self.pm.check_pending()
+        self.last_error: str | None = None
+
+    def add_observer(self, plugin: object, name: str | None = None) -> None:
+        """Register a metrics or logging plugin that implements `track_usage` and/or `tools`."""
+        self.pm.register(plugin, name=name)
+        self.pm.check_pending()
+
+    # facts the agent reads
+    @property
+    def name(self) -> str:
+        return self.engine.name
+
+    @property
+    def context_length(self) -> int:
+        return self.engine.context_length
+
+    @property
+    def threshold_tokens(self) -> int:
+        return self.engine.threshold_tokens
+
+    @property
+    def compression_count(self) -> int:
+        return self.engine.compression_count
+
+    @property
+    def last_report(self) -> CompressionReport | None:
+        """The report of the last `compress` call (outcome, tokens and messages before/after, summary)."""
+        return self.engine.last_report
+
+    # the hooks
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        """Ask the engine whether to compress now; an engine that raises answers False (and is logged)."""
+        try:
+            answer = self.pm.hook.should_compress(prompt_tokens=prompt_tokens)
+        except Exception as exc:  # a plugin's bug must not stop the agent
+            self._record_failure("should_compress", exc)
+            return False
+        return bool(answer)
+
+    def compress(
+        self,
+        messages: list[Message],
+        current_tokens: int | None = None,
+        focus_topic: str | None = None,
+        force: bool = False,
+    ) -> list[Message]:
+        """Compress through the engine; on any exception return ``messages`` unchanged and report the failure."""
+        try:
+            result = self.pm.hook.compress(
+                messages=messages, current_tokens=current_tokens, focus_topic=focus_topic, force=force
+            )
+        except Exception as exc:  # nothing is lost: the caller keeps its conversation
+            error = self._record_failure("compress", exc)
+            self.engine.last_report = CompressionReport(
+                engine=self.name,
+                outcome="failed",
+                messages_before=len(messages),
+                messages_after=len(messages),
+                error=error,
+                reason="the engine raised; the conversation was returned unchanged",
+            )
+            return messages
+        if result is None:
+            return messages
+        if not isinstance(result, list):
+            error = self._record_failure(
+                "compress", TypeError(f"compress returned {type(result).__name__}, expected a list of messages")
+            )
+            self.engine.last_report = CompressionReport(
+                engine=self.name, outcome="failed", messages_before=len(messages),
+                messages_after=len(messages), error=error,
+            )
+            return messages
+        return result
+
+    def track_usage(self, usage: Any) -> None:
+        """Hand a response's usage (OpenAI or Anthropic, object or dict) to the engine and every observer."""
+        normalized = normalize_usage(usage)
+        self._broadcast("track_usage", usage=normalized)
+
+    def tools(self) -> list[dict[str, Any]]:
+        """Tool schemas from the engine and the observers, deduplicated by function name (first one wins)."""
+        seen: set[str] = set()
+        schemas: list[dict[str, Any]] = []
+        for batch in self._broadcast("tools"):
+            for schema in batch or []:
+                name = str(schema.get("function", {}).get("name", schema.get("name", "")))
+                if name not in seen:
+                    seen.add(name)
+                    schemas.append(schema)
+        return schemas
+
+    def call_tool(
+        self, name: str, arguments: Mapping[str, Any] | str | None = None, messages: list[Message] | None = None
+    ) -> str:
+        """Dispatch a tool call to the plugin that owns the tool; always answers a JSON string, errors included."""
+        try:
+            parsed = _parse_arguments(arguments)
+        except ValueError as exc:
+            return json.dumps({"error": f"invalid arguments for {name}: {exc}"})
+        try:
+            answer = self.pm.hook.call_tool(name=name, arguments=parsed, messages=messages)
+        except Exception as exc:
+            error = self._record_failure(f"call_tool({name})", exc)
+            return json.dumps({"error": error})
+        if answer is None:
+            known = sorted(
+                str(s.get("function", {}).get("name", "")) for s in self.tools()
+            )
+            return json.dumps({"error": f"unknown context engine tool: {name}", "available": known})
+        return str(answer)
+
+    def _broadcast(self, hook_name: str, **kwargs: Any) -> list[Any]:
+        """Call every implementation of a broadcast hook on its own, so one failing observer spares the rest."""
+        results = []
+        for impl in reversed(getattr(self.pm.hook, hook_name).get_hookimpls()):
+            try:
+                results.append(impl.function(*[kwargs[arg] for arg in impl.argnames]))
+            except Exception as exc:
+                self._record_failure(f"{hook_name} in {impl.plugin_name}", exc)
+        return results
+
+    def _record_failure(self, where: str, exc: BaseException) -> str:
+        error = f"engine {self.name!r}: {where} raised {type(exc).__name__}: {exc}"
+        self.last_error = error
+        log.warning("%s", error, exc_info=log.isEnabledFor(logging.DEBUG))
+        return error
+
+
+def _parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        value = json.loads(arguments) if arguments.strip() else {}
+        if not isinstance(value, dict):
+            raise ValueError("arguments must be a JSON object")
+        return value
+    return dict(arguments)

@@ -1,0 +1,40 @@
+"""Summaries of conversation spans: the `SummaryWriter` interface shared by every engine, and its request/result.
+
+Two writers implement it: the LLM writer (the `openai` SDK against the configured auxiliary model, with retry,
+chunked map-reduce and the extractive summary as fallbacks) and the deterministic extractive writer (no network).
+`make_summary_writer(config)` picks the one the configuration asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+SummaryOutcome = Literal["llm", "chunked", "extractive"]
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """A span of messages to summarize, with the summary it updates (iterative compression) and its budget."""
+
+    messages: Sequence[dict[str, Any]]
+    budget_tokens: int
+    previous_summary: str | None = None
+    focus_topic: str | None = None
+
+
+@dataclass(frozen=True)
+class SummaryResult:
+    """The summary body (no prefix or markers), how it was produced, and what failed on the way."""
+
+    text: str
+    outcome: SummaryOutcome
+    calls: int = 0
+    error: str | None = None
+
+
+class SummaryWriter(Protocol):
+    """Writes a structured summary of a span. Raises `ctxplug.errors.SummaryError` (kind ``auth``) to abort."""
+
+    def write(self, request: SummaryRequest) -> SummaryResult: ...
