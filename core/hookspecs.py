@@ -22,7 +22,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec(firstresult=True)
-def should_compress(prompt_tokens: int | None) -> bool | None:  # type: ignore[empty-body]
+def should_compress(prompt_tokens: int | None) -> bool | None:
     """Decide whether the conversation must be compressed before the next request.
 
     ``prompt_tokens`` is the size of the prompt about to be sent, or ``None`` to use the last prompt size the API
@@ -38,7 +38,7 @@ def should_compress(prompt_tokens: int | None) -> bool | None:  # type: ignore[e
 
 
 @hookspec(firstresult=True)
-def compress(  # type: ignore[empty-body]
+def compress(
     messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None, force: bool
 ) -> list[dict[str, Any]] | None:
     """Return a smaller, valid OpenAI-format conversation that stands for ``messages``.

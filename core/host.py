@@ -12,7 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import pluggy
-
 from ctxplug import hookspecs
 from ctxplug.engine import CompressionReport, ContextEngine, Message
 from ctxplug.usage import normalize_usage

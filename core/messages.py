@@ -68,7 +68,7 @@ def group_end(messages: Sequence[Message], start: int) -> int:
 
 
 def iter_groups(messages: Sequence[Message]) -> Iterator[tuple[int, int]]:
-    """Yield ``(start, end)`` spans that must stay together: a tool-calling assistant with its results, or one message."""
+    """Yield ``(start, end)`` spans that stay together: a tool-calling assistant with its results, or one message."""
     index = 0
     while index < len(messages):
         end = group_end(messages, index)

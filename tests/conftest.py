@@ -18,7 +18,8 @@ _real_connect = socket.socket.connect
 
 def _loopback_only(self: socket.socket, address: Any) -> Any:
     host = address[0] if isinstance(address, tuple) else address
-    if isinstance(host, str) and (host.startswith("127.") or host in ("localhost", "::1")) or self.family == socket.AF_UNIX:
+    loopback = isinstance(host, str) and (host.startswith("127.") or host in ("localhost", "::1"))
+    if loopback or self.family == socket.AF_UNIX:
         return _real_connect(self, address)
     raise OSError(f"tests must not touch the network (tried to connect to {address!r})")
 
