@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pluggy
+
 from ctxplug import hookspecs
 from ctxplug.engine import CompressionReport, ContextEngine, Message
 from ctxplug.usage import normalize_usage
