@@ -45,3 +45,17 @@ def corpus_conversations() -> list[tuple[str, list[dict[str, Any]]]]:
         for record in load_corpus(path.stem):
             found.append((f"{path.stem}:{record['id']}", record["messages"]))
     return found
+
+
+def _register_hypothesis_profiles() -> None:
+    import os
+
+    from hypothesis import settings
+
+    # CI replays the same examples every run, so a red build is reproducible; locally hypothesis explores.
+    settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+    settings.register_profile("dev", deadline=None)
+    settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+_register_hypothesis_profiles()
