@@ -1,16 +1,22 @@
 """The configuration: its schema (frozen dataclasses whose field metadata holds the allowed values) and loading.
 
-Each field's ``metadata`` says what is allowed: ``range`` (inclusive bounds), ``choices`` (a closed set), ``doc``
-(one line for `ctxplug config show` and docs/configuration.md). The loader validates every key against this schema
-and reports errors with the dotted key path.
+Each field's ``metadata`` says what is allowed: ``range`` (inclusive bounds; for a mapping, the bounds of its
+values), ``choices`` (a closed set), ``doc`` (one line for docs/configuration.md). `load_config` validates every
+key against this schema and reports errors with the dotted key path, the file line and the allowed values.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ctxplug.config_validate import Origin, build_section, describe
+from ctxplug.config_yaml import read_yaml_file
+from ctxplug.errors import ConfigError
 
 
 def _opt(default: Any, doc: str, **allowed: Any) -> Any:
@@ -70,9 +76,42 @@ class Config:
     compression: CompressionSection = field(default_factory=CompressionSection)
     auxiliary: AuxiliarySection = field(default_factory=AuxiliarySection)
     prompt_caching: PromptCachingSection = field(default_factory=PromptCachingSection)
-    models: Mapping[str, int] = _opt(None, "context-length overrides: model name -> tokens")
+    models: Mapping[str, int] = _opt(None, "context-length overrides: model name -> tokens", range=(1, None))
     source: Path | None = field(default=None, compare=False)
 
     def engine_options(self, name: str) -> Mapping[str, Any]:
         """The options under ``context.engines.<name>`` (empty when absent)."""
         return dict((self.context.engines or {}).get(name) or {})
+
+
+ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | Config | None
+
+CONFIG_ENV = "CTXPLUG_CONFIG"
+DEFAULT_CONFIG_NAME = "config.yaml"
+
+
+def load_config(source: ConfigSource = None) -> Config:
+    """A validated `Config` from a YAML file path, a mapping, or None (the defaults); errors name the key path."""
+    if source is None:
+        return Config()
+    if isinstance(source, Config):
+        return source
+    if isinstance(source, Mapping):
+        return build_section(Config, source, "", Origin())
+    if not isinstance(source, str | os.PathLike):
+        raise ConfigError(f"expected a config file path, a mapping or None, got {describe(source)}")
+    path = Path(source)
+    document = read_yaml_file(path)
+    config = build_section(Config, document.data, "", Origin(str(path), document))
+    return dataclasses.replace(config, source=path)
+
+
+def discover_config_path(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The config file to use: the explicit path, else $CTXPLUG_CONFIG, else ./config.yaml if it exists."""
+    if explicit is not None:
+        return Path(explicit)
+    from_env = os.environ.get(CONFIG_ENV)
+    if from_env:
+        return Path(from_env)
+    default = Path(DEFAULT_CONFIG_NAME)
+    return default if default.is_file() else None
