@@ -33,6 +33,7 @@ _EXPORTS = {
     "count_tokens": "ctxplug.tokens",
     "estimate_messages_tokens_rough": "ctxplug.tokens",
     "IncrementalTokenCounter": "ctxplug.tokens",
+    "TokenCalibration": "ctxplug.calibration",
     "Usage": "ctxplug.usage",
     "normalize_usage": "ctxplug.usage",
     "context_length_for": "ctxplug.models",
@@ -66,6 +67,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from ctxplug.budgets import Budgets, compute_budgets
     from ctxplug.caching import apply_anthropic_cache_control
+    from ctxplug.calibration import TokenCalibration
     from ctxplug.config import Config, load_config
     from ctxplug.engine import CompressionReport, ContextEngine, EngineContext
     from ctxplug.errors import (
