@@ -1,0 +1,150 @@
+"""Phase 1, no LLM: old tool outputs become one-line descriptions, and oversized tool-call arguments shrink.
+
+Tool output (file contents, terminal logs, search hits) dominates agent transcripts. Outside the protected tail, a
+result longer than `PRUNE_MIN_CHARS` is replaced by a line that says what the call did — built from the call's name
+and key arguments, the size of the output, its exit status and its key error line — so the summary writer still
+sees every action without reading every byte.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ctxplug.messages import content_text, tool_call_id, tool_calls_of
+
+Message = dict[str, Any]
+
+PRUNE_MIN_CHARS = 200
+ARGUMENTS_MAX_CHARS = 500
+ARGUMENT_LEAF_KEEP = 200
+_VALUE_KEEP = 80
+_ERROR_LINE_KEEP = 160
+# Argument names that say most about a call, in the order they are shown.
+_KEY_ARGUMENTS = ("command", "cmd", "path", "file_path", "filename", "file", "pattern", "query", "regex", "url",
+                  "old_str", "search_term")
+_EXIT_STATUS = re.compile(r"(?:exit code|exit status|exited with code|returncode)\W{0,3}(-?\d+)", re.IGNORECASE)
+_ERROR_LINE = re.compile(
+    r"^.*(?:\b\w*(?:Error|Exception)\b|\berror:|\bFAILED\b|\bfatal:|No such file|command not found|"
+    r"Permission denied|\bpanic\b).*$",
+    re.MULTILINE,
+)
+
+
+def prune_tool_outputs(messages: Sequence[Message]) -> list[Message]:
+    """A copy of ``messages`` with large tool outputs described in one line and long call arguments shortened."""
+    calls = _call_index(messages)
+    newer_outputs: set[str] = set()
+    pruned: list[Message] = list(messages)
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") == "tool":
+            text = content_text(message)
+            if len(text) > PRUNE_MIN_CHARS:
+                repeated = text in newer_outputs
+                newer_outputs.add(text)
+                name, arguments = calls.get(str(message.get("tool_call_id")), ("tool", {}))
+                pruned[index] = {**message, "content": describe_tool_result(name, arguments, text, repeated)}
+        elif tool_calls_of(message):
+            pruned[index] = _with_short_arguments(message)
+    return pruned
+
+
+def describe_tool_result(name: str, arguments: dict[str, Any], output: str, repeated: bool = False) -> str:
+    """One line saying what a tool call did: name, key arguments, output size, exit status, key error line."""
+    shown = ", ".join(f"{key}={_short(value)}" for key, value in _key_arguments(arguments))
+    lines = output.count("\n") + 1
+    facts = [f"{len(output):,} chars, {lines:,} lines of output"]
+    status = _EXIT_STATUS.search(output)
+    if status:
+        facts.append(f"exit {status.group(1)}")
+    if repeated:
+        facts.append("identical to a later output of the conversation")
+    else:
+        error = _key_error_line(output)
+        if error:
+            facts.append(f"error: {error}")
+    call = f"[{name}] {shown}" if shown else f"[{name}]"
+    return f"{call} -> {'; '.join(facts)}"
+
+
+def _call_index(messages: Sequence[Message]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """tool_call_id -> (function name, parsed arguments) for every call in the conversation."""
+    index: dict[str, tuple[str, dict[str, Any]]] = {}
+    for message in messages:
+        for call in tool_calls_of(message):
+            ident = tool_call_id(call)
+            function = call.get("function") if isinstance(call.get("function"), dict) else call
+            if ident is None or not isinstance(function, dict):
+                continue
+            index[ident] = (str(function.get("name") or "tool"), _parse_arguments(function.get("arguments")))
+    return index
+
+
+def _parse_arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str) and raw.lstrip().startswith("{"):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+    return {}
+
+
+def _key_arguments(arguments: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The arguments worth showing: the well-known ones first, then the first others, at most three."""
+    chosen = [(key, arguments[key]) for key in _KEY_ARGUMENTS if key in arguments]
+    chosen += [(key, value) for key, value in arguments.items() if key not in _KEY_ARGUMENTS]
+    return chosen[:3]
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return json.dumps(text[:_VALUE_KEEP] + "…" if len(text) > _VALUE_KEEP else text, ensure_ascii=False)
+
+
+def _key_error_line(output: str) -> str | None:
+    """The line that names the failure: the last exception line of a traceback, else the first error-looking line."""
+    matches = _ERROR_LINE.findall(output)
+    if not matches:
+        return None
+    exceptions = [line for line in matches if re.match(r"^\s*[\w.]*(?:Error|Exception)\b", line)]
+    line = (exceptions[-1] if exceptions else matches[0]).strip()
+    return line[:_ERROR_LINE_KEEP] + "…" if len(line) > _ERROR_LINE_KEEP else line
+
+
+def _with_short_arguments(message: Message) -> Message:
+    """A copy whose tool-call arguments over `ARGUMENTS_MAX_CHARS` have long string values cut, still valid JSON."""
+    calls = tool_calls_of(message)
+    shortened = [_short_call(call) for call in calls]
+    if all(new is old for new, old in zip(shortened, calls, strict=True)):
+        return message
+    return {**message, "tool_calls": shortened}
+
+
+def _short_call(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    raw = function.get("arguments") if isinstance(function, dict) else None
+    if not isinstance(raw, str) or len(raw) <= ARGUMENTS_MAX_CHARS:
+        return call
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return call  # not JSON: cutting it could not keep it valid, so it stays whole
+    assert isinstance(function, dict)
+    return {**call, "function": {**function, "arguments": json.dumps(_cut_leaves(value), ensure_ascii=False)}}
+
+
+def _cut_leaves(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > ARGUMENT_LEAF_KEEP:
+        return f"{value[:ARGUMENT_LEAF_KEEP]}…[{len(value) - ARGUMENT_LEAF_KEEP:,} chars cut]"
+    if isinstance(value, dict):
+        return {key: _cut_leaves(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_cut_leaves(item) for item in value]
+    return value
