@@ -115,3 +115,19 @@ def discover_config_path(explicit: str | os.PathLike[str] | None = None) -> Path
         return Path(from_env)
     default = Path(DEFAULT_CONFIG_NAME)
     return default if default.is_file() else None
+
+
+def config_as_dict(config: Config) -> dict[str, Any]:
+    """The configuration as plain YAML-ready data (lists, dicts, scalars), without its source."""
+    data = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.compare}
+    return {key: _plain(value) for key, value in data.items()}
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, tuple | list):
+        return [_plain(item) for item in value]
+    return value

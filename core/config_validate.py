@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -58,7 +59,7 @@ def build_section(cls: type[T], data: Any, prefix: str, origin: Origin) -> T:
     for key, value in data.items():
         path = f"{prefix}{key}"
         if not isinstance(key, str) or key not in fields:
-            raise origin.error(path, _unknown_key_message(str(key), path, fields))
+            raise origin.error(path, unknown_key_message(str(key), path, fields))
         values[key] = convert(hints[key], fields[key].metadata, value, path, origin)
     return cls(**values)
 
@@ -137,6 +138,8 @@ def _convert_scalar(tp: Any, metadata: Mapping[str, Any], value: Any, path: str,
         value = float(value) if ok else value
     else:
         ok = isinstance(value, tp)
+    if ok and tp is float and not math.isfinite(value):
+        ok = False
     if not ok:
         hint = _yaml_hint(tp, value, origin.raw(path))
         raise origin.error(path, f"expected {allowed}, got {describe(value)}{hint}")
@@ -196,7 +199,8 @@ def _yaml_hint(tp: Any, value: Any, raw: str | None) -> str:
     return ""
 
 
-def _unknown_key_message(key: str, path: str, fields: Mapping[str, Any]) -> str:
+def unknown_key_message(key: str, path: str, fields: Mapping[str, Any]) -> str:
+    """Why ``path`` is not a key here, with the closest known key and the allowed ones."""
     if path in FIXED_KEYS:
         return f"{FIXED_KEYS[path]}; remove it"
     close = difflib.get_close_matches(key, list(fields), n=1)
