@@ -6,6 +6,7 @@ summary, the back-off state, the report) and turns summary-writer failures into 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -16,8 +17,8 @@ from ctxplug.plugins.context_engine.compressor.backoff import Backoff
 from ctxplug.plugins.context_engine.compressor.boundaries import Span, find_span
 from ctxplug.plugins.context_engine.compressor.handoff import unwrap_summaries
 from ctxplug.plugins.context_engine.compressor.prune import prune_tool_outputs
-from ctxplug.plugins.context_engine.compressor.sizing import sizes_of
 from ctxplug.summarizer import SummaryRequest, SummaryResult, SummaryWriter
+from ctxplug.tokens import estimate_message_tokens_rough
 
 SUMMARY_RATIO = 0.20
 MIN_SUMMARY_TOKENS = 2_000
@@ -26,6 +27,11 @@ MIN_SUMMARY_TOKENS = 2_000
 def summary_budget(content_tokens: int, max_summary_tokens: int) -> int:
     """Tokens the summary may take: 20% of what it replaces, at least 2,000, at most ``max_summary_tokens``."""
     return max(MIN_SUMMARY_TOKENS, min(int(content_tokens * SUMMARY_RATIO), max_summary_tokens))
+
+
+def sizes_of(messages: Sequence[Message]) -> list[int]:
+    """The rough token size of every message, measured once and reused by every phase."""
+    return [estimate_message_tokens_rough(message) for message in messages]
 
 
 class CompressorEngine(ContextEngine):
