@@ -39,6 +39,11 @@ _EXPORTS = {
     "context_length_for": "ctxplug.models",
     # caching and hygiene
     "apply_anthropic_cache_control": "ctxplug.caching",
+    "assess_session": "ctxplug.hygiene",
+    "apply_hygiene": "ctxplug.hygiene",
+    "SessionHygiene": "ctxplug.hygiene",
+    "HygieneDecision": "ctxplug.hygiene",
+    "HygieneOutcome": "ctxplug.hygiene",
     # errors
     "CtxplugError": "ctxplug.errors",
     "ConfigError": "ctxplug.errors",
@@ -80,6 +85,7 @@ if TYPE_CHECKING:
     )
     from ctxplug.hookspecs import hookimpl, hookspec
     from ctxplug.host import EngineHost
+    from ctxplug.hygiene import HygieneDecision, HygieneOutcome, SessionHygiene, apply_hygiene, assess_session
     from ctxplug.messages import sanitize_tool_pairs
     from ctxplug.models import context_length_for
     from ctxplug.registry import available_engines, load_engine, register_context_engine
