@@ -57,13 +57,15 @@ def normalize_usage(usage: Any) -> Usage:
     if not isinstance(usage, Mapping) and not hasattr(usage, "__dict__") and not hasattr(usage, "__slots__"):
         raise TypeError(f"expected an OpenAI or Anthropic usage object or dict, got {type(usage).__name__}")
     completion = _count(usage, "completion_tokens", "output_tokens")
-    if _field(usage, "input_tokens") is not None and _field(usage, "prompt_tokens") is None:
+    # Chat Completions reports cache details in prompt_tokens_details, the Responses API in input_tokens_details;
+    # both count the cached tokens inside the prompt total. Anthropic has neither and counts them outside it.
+    details = _field(usage, "prompt_tokens_details") or _field(usage, "input_tokens_details")
+    if _field(usage, "input_tokens") is not None and _field(usage, "prompt_tokens") is None and details is None:
         read = _count(usage, "cache_read_input_tokens")
         created = _count(usage, "cache_creation_input_tokens")
         prompt = _count(usage, "input_tokens") + read + created
         return Usage(prompt, completion, read, created)
-    details = _field(usage, "prompt_tokens_details")
-    read = _count(details, "cached_tokens") if details is not None else 0
-    read = read or _count(usage, "cache_read_input_tokens", "cached_tokens")
-    created = _count(usage, "cache_creation_input_tokens", "cache_write_tokens")
-    return Usage(_count(usage, "prompt_tokens"), completion, read, created)
+    read = _count(details, "cached_tokens") or _count(usage, "cache_read_input_tokens", "cached_tokens")
+    created = _count(details, "cache_write_tokens") or _count(usage, "cache_creation_input_tokens",
+                                                              "cache_write_tokens")
+    return Usage(_count(usage, "prompt_tokens", "input_tokens"), completion, read, created)
