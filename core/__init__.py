@@ -37,6 +37,8 @@ _EXPORTS = {
     "Usage": "ctxplug.usage",
     "normalize_usage": "ctxplug.usage",
     "context_length_for": "ctxplug.models",
+    "lookup_model": "ctxplug.models",
+    "ModelInfo": "ctxplug.models",
     # caching and hygiene
     "apply_anthropic_cache_control": "ctxplug.caching",
     "assess_session": "ctxplug.hygiene",
@@ -87,7 +89,7 @@ if TYPE_CHECKING:
     from ctxplug.host import EngineHost
     from ctxplug.hygiene import HygieneDecision, HygieneOutcome, SessionHygiene, apply_hygiene, assess_session
     from ctxplug.messages import sanitize_tool_pairs
-    from ctxplug.models import context_length_for
+    from ctxplug.models import ModelInfo, context_length_for, lookup_model
     from ctxplug.registry import available_engines, load_engine, register_context_engine
     from ctxplug.tokens import IncrementalTokenCounter, count_tokens, estimate_messages_tokens_rough
     from ctxplug.usage import Usage, normalize_usage
