@@ -41,6 +41,8 @@ _EXPORTS = {
     "ModelInfo": "ctxplug.models",
     # caching and hygiene
     "apply_anthropic_cache_control": "ctxplug.caching",
+    "CachePolicy": "ctxplug.cache_policy",
+    "resolve_cache_policy": "ctxplug.cache_policy",
     "assess_session": "ctxplug.hygiene",
     "apply_hygiene": "ctxplug.hygiene",
     "SessionHygiene": "ctxplug.hygiene",
@@ -73,6 +75,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from ctxplug.budgets import Budgets, compute_budgets
+    from ctxplug.cache_policy import CachePolicy, resolve_cache_policy
     from ctxplug.caching import apply_anthropic_cache_control
     from ctxplug.calibration import TokenCalibration
     from ctxplug.config import Config, load_config

@@ -1,0 +1,99 @@
+"""When prompt caching is on, in which layout, and the status line that says so (SPEC §5).
+
+Caching turns on by itself for a Claude model on a provider that honours ``cache_control``: the native Anthropic
+API (native layout) and OpenRouter (the OpenAI-compatible envelope it forwards). Everywhere else it is off and
+the status line says why; OpenAI, DeepSeek and the like cache prefixes on their own without markers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ctxplug.caching import CACHE_TTLS
+from ctxplug.errors import ConfigError
+
+# provider -> (native layout, name shown in the status line)
+CACHING_PROVIDERS: dict[str, tuple[bool, str]] = {
+    "anthropic": (True, "Anthropic"),
+    "openrouter": (False, "OpenRouter"),
+}
+TTL_CHOICES = (*CACHE_TTLS, "auto")
+
+_ROUTE_PREFIX = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic[./]")  # anthropic/…, anthropic.…, us.anthropic.…, eu.…
+_VERSION_SUFFIX = re.compile(r"(?:@\d{8}|-v\d+(?::\d+)?|:[\w.-]+)$")  # Vertex @date, Bedrock -v1:0, :tags
+_DATE_SUFFIX = re.compile(r"-\d{8}$|-latest$")
+_DOTTED_VERSION = re.compile(r"(?<=\d)\.(?=\d)")
+
+
+def canonical_claude_name(model: str | None) -> str | None:
+    """The Anthropic API family id of a Claude model in any of its spellings, or None for other models.
+
+    ``anthropic/claude-sonnet-4.5``, ``claude-sonnet-4-5-20250929``, ``anthropic.claude-sonnet-4-5-20250929-v1:0``,
+    ``us.anthropic.claude-sonnet-4-5-…`` and ``claude-sonnet-4-5@20250929`` all give ``claude-sonnet-4-5``.
+    """
+    if not model:
+        return None
+    name = model.strip().lower()
+    name = _ROUTE_PREFIX.sub("", name)
+    name = name.rsplit("/", 1)[-1]
+    while True:
+        shorter = _DATE_SUFFIX.sub("", _VERSION_SUFFIX.sub("", name))
+        if shorter == name:
+            break
+        name = shorter
+    name = _DOTTED_VERSION.sub("-", name)
+    return name if name.startswith("claude-") or name == "claude" else None
+
+
+def is_claude_model(model: str | None) -> bool:
+    """True for any Claude model id (direct, OpenRouter, Bedrock, Vertex, dated or not)."""
+    return canonical_claude_name(model) is not None
+
+
+def infer_provider(model: str | None, provider: str | None) -> str | None:
+    """The provider named, or guessed from the model's spelling when none is given (``anthropic/…`` is OpenRouter)."""
+    if provider and provider.lower() not in ("auto", "main"):
+        return provider.lower()
+    if not model:
+        return None
+    name = model.strip().lower()
+    if name.startswith("anthropic/"):
+        return "openrouter"
+    if name.startswith("claude-") and "@" not in name:
+        return "anthropic"
+    return None
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """Whether to place markers, in which layout, with which TTL setting, and why (for the status line)."""
+
+    enabled: bool
+    native_anthropic: bool
+    cache_ttl: str
+    reason: str
+
+    def status_line(self) -> str:
+        """The one-line status shown at start and by `ctxplug status`."""
+        state = "ENABLED" if self.enabled else "DISABLED"
+        return f"💾 Prompt caching: {state} ({self.reason})"
+
+
+def resolve_cache_policy(model: str | None, provider: str | None, cache_ttl: str = "5m") -> CachePolicy:
+    """Decide caching for one model and route; an unknown TTL is a configuration error."""
+    if cache_ttl not in TTL_CHOICES:
+        raise ConfigError(f"{cache_ttl!r} is not allowed; choose one of {', '.join(TTL_CHOICES)}",
+                          key_path="prompt_caching.cache_ttl")
+    route = infer_provider(model, provider)
+    if not is_claude_model(model):
+        what = f"{model} is not a Claude model" if model else "no model given"
+        return CachePolicy(False, False, cache_ttl, f"{what}; cache_control markers are for Claude")
+    if route is None:
+        return CachePolicy(False, False, cache_ttl, "no provider given; pass anthropic or openrouter")
+    if route not in CACHING_PROVIDERS:
+        honoured = " and ".join(CACHING_PROVIDERS)
+        return CachePolicy(False, False, cache_ttl,
+                           f"provider {route} does not honour cache_control; only {honoured} do")
+    native, shown = CACHING_PROVIDERS[route]
+    return CachePolicy(True, native, cache_ttl, f"Claude via {shown}, {cache_ttl} TTL")

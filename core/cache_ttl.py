@@ -1,0 +1,79 @@
+"""``prompt_caching.cache_ttl: auto``: choose the 5-minute or the 1-hour cache from the gaps between requests.
+
+The break-even, per request, with P the prefix the previous request cached and Δ the tokens this request adds
+(prices in base input tokens; w5 = 1.25, w1h = 2, r = 0.1):
+
+=====================  ======================  ======================
+gap g before request   5m TTL                  1h TTL
+=====================  ======================  ======================
+g < 5 min              r·P + w5·Δ              r·P + w1h·Δ
+5 min <= g < 1 h       w5·(P + Δ)  (expired)   r·P + w1h·Δ
+g >= 1 h               w5·(P + Δ)              w1h·(P + Δ)
+=====================  ======================  ======================
+
+So a short gap makes 1h cost (w1h − w5)·Δ = 0.75·Δ more, and a gap between 5 minutes and an hour makes 5m cost
+(w5 − r)·P − (w1h − w5)·Δ = 1.15·P − 0.75·Δ more. Since P is usually far larger than Δ (the whole conversation
+against one new turn), one gap of a few minutes outweighs many quick tool-loop requests: with P = 20Δ a single
+6-minute gap pays for about 30 short ones. The chooser sums both columns over the recent gaps it has seen and
+picks the cheaper TTL for the next write; it never looks at whether the cache is warm to delay anything else
+(deferring work while the cache is hot livelocked lossless-claw, see docs/caching.md).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from ctxplug.cache_pricing import CacheRules, cache_rules
+
+RECENT_GAPS = 24
+
+
+@dataclass(frozen=True)
+class _Step:
+    gap: float
+    prefix_tokens: int
+    new_tokens: int
+
+
+class TtlChooser:
+    """Stateful chooser for ``cache_ttl: auto``: feed it each request's time and size, ask it which TTL to write."""
+
+    def __init__(self, rules: CacheRules | None = None, *, window: int = RECENT_GAPS, initial: str = "5m") -> None:
+        self.rules = rules or cache_rules()
+        self.initial = initial
+        self._steps: deque[_Step] = deque(maxlen=window)
+        self._last: tuple[float, int] | None = None
+
+    def observe(self, at: float, prompt_tokens: int) -> None:
+        """Record one request sent at ``at`` (seconds, any epoch) carrying ``prompt_tokens``."""
+        if self._last is not None:
+            last_at, last_tokens = self._last
+            self._steps.append(_Step(max(0.0, at - last_at), last_tokens, max(0, prompt_tokens - last_tokens)))
+        self._last = (at, prompt_tokens)
+
+    def expected_cost(self, cache_ttl: str) -> float:
+        """What the observed requests would have cost with this TTL, in base input tokens (the table above)."""
+        rules = self.rules
+        write = rules.write_multiplier(cache_ttl)
+        lifetime = rules.ttl_seconds[cache_ttl]
+        total = 0.0
+        for step in self._steps:
+            if step.gap < lifetime:
+                total += rules.read * step.prefix_tokens + write * step.new_tokens
+            else:
+                total += write * (step.prefix_tokens + step.new_tokens)
+        return total
+
+    def choose(self) -> str:
+        """The TTL for the next request's markers: the initial one until a gap has been seen, then the cheaper."""
+        if not self._steps:
+            return self.initial
+        return "1h" if self.expected_cost("1h") < self.expected_cost("5m") else "5m"
+
+
+def resolve_ttl(setting: str, chooser: TtlChooser | None) -> str:
+    """The concrete TTL for a request: the configured one, or the chooser's pick for ``auto``."""
+    if setting != "auto":
+        return setting
+    return chooser.choose() if chooser is not None else "5m"
