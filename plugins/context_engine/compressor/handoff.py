@@ -111,15 +111,14 @@ def _merged_original(message: Message) -> Message | None:
     """The tail message a summary was merged into, or None for a standalone summary."""
     content = message.get("content")
     if isinstance(content, list):
-        rest = content[1:]
-        return {**message, "content": rest} if rest or message.get("tool_calls") else None
+        parts = content[1:]
+        return {**message, "content": parts} if parts or message.get("tool_calls") else None
     if not isinstance(content, str):
         return None
     end = content.find(END_MARKER)
     if end < 0:
         return None
-    rest = content[end + len(END_MARKER):]
-    rest = rest[len(_SEPARATOR):] if rest.startswith(_SEPARATOR) else rest
+    rest = content[end + len(END_MARKER):].removeprefix(_SEPARATOR)
     if rest or message.get("tool_calls"):
         return {**message, "content": rest or None}
     return None

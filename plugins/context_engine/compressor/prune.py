@@ -114,7 +114,7 @@ def _key_error_line(output: str) -> str | None:
     if not matches:
         return None
     exceptions = [line for line in matches if re.match(r"^\s*[\w.]*(?:Error|Exception)\b", line)]
-    line = (exceptions[-1] if exceptions else matches[0]).strip()
+    line = str(exceptions[-1] if exceptions else matches[0]).strip()
     return line[:_ERROR_LINE_KEEP] + "…" if len(line) > _ERROR_LINE_KEEP else line
 
 
