@@ -14,7 +14,6 @@ import hashlib
 import threading
 import types
 from dataclasses import dataclass
-from importlib.resources import files
 from typing import TYPE_CHECKING, Any
 
 from ctxplug.errors import CtxplugError
@@ -88,6 +87,8 @@ def build_encoding(name: str, gz_bytes: bytes) -> Encoding:
 def _bundled_gz(name: str) -> bytes:
     if name not in VOCAB_SHA256:
         raise CtxplugError(f"no bundled vocabulary named {name!r}; bundled: {', '.join(sorted(VOCAB_SHA256))}")
+    from importlib.resources import files  # only when a vocabulary loads: keeps `import ctxplug.tokens` light
+
     return (files("ctxplug") / "data" / f"{name}.tiktoken.gz").read_bytes()
 
 
