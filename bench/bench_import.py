@@ -24,6 +24,14 @@ print(json.dumps({{"ms": elapsed * 1e3, "tiktoken": "tiktoken" in sys.modules,
                   "vocabularies": sorted(encodings._cache) if encodings else []}}))
 """
 
+_FIRST_COUNT = """
+import json, time
+import ctxplug
+start = time.perf_counter()
+ctxplug.count_tokens("hello world", model={model!r})
+print(json.dumps({{"ms": (time.perf_counter() - start) * 1e3}}))
+"""
+
 LIMIT_MS = 150.0
 
 
@@ -38,6 +46,16 @@ def measure(module: str, runs: int) -> dict[str, object]:
         samples.append(float(str(probe["ms"])))
     return {"module": module, "median_ms": statistics.median(samples), "max_ms": max(samples),
             "tiktoken_imported": probe["tiktoken"], "vocabularies_loaded": probe["vocabularies"]}
+
+
+def first_count_ms(model: str, runs: int) -> float:
+    """Median time of the first `count_tokens` in a fresh interpreter: the vocabulary load it triggers."""
+    samples = []
+    for _ in range(runs):
+        result = subprocess.run([sys.executable, "-c", _FIRST_COUNT.format(model=model)], capture_output=True,
+                                text=True, check=True)
+        samples.append(float(json.loads(result.stdout)["ms"]))
+    return statistics.median(samples)
 
 
 def slowest_imports(module: str, count: int) -> list[tuple[int, str]]:
@@ -68,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
               f"tiktoken imported: {row['tiktoken_imported']}  vocabularies loaded: {row['vocabularies_loaded']}")
         if module == "ctxplug":
             failed = float(str(row["median_ms"])) >= LIMIT_MS or bool(row["vocabularies_loaded"])
+    for model in ("gpt-4o", "gpt-4"):
+        print(f"first count_tokens(model={model!r}) (builds its encoding): median "
+              f"{first_count_ms(model, max(3, args.runs // 3)):.0f} ms")
     print("\nslowest modules that `import ctxplug.tokens` loads (cumulative us):")
     for micros, name in slowest_imports("ctxplug.tokens", 8):
         print(f"  {micros:>8} {name}")
