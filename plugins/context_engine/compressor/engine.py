@@ -94,14 +94,14 @@ class CompressorEngine(ContextEngine):
             reason = "nothing to compress: every message is in the protected head or tail"
             return self._refuse(messages, replace(base, reason=reason), strike=not force)
         try:
-            result = self._summarize(working, span, unwrapped.previous_summary, focus_topic)
+            result = self._summarize(working, working_sizes, span, unwrapped.previous_summary, focus_topic)
         except SummaryError as exc:
             self.backoff.record_failure()
             report = replace(base, outcome="aborted", error=f"{exc.kind}: {exc}",
                              reason="the summary writer failed; no message was dropped")
             return self._refuse(messages, report, strike=False)
         compressed = assemble(working, span, result.text, system_note=self.context.config.compression.system_note)
-        after = sum(sizes_of(compressed))
+        after = _size_after(compressed, working, working_sizes, span)
         report = replace(base, messages_summarized=span.summarized, summarizer_calls=result.calls,
                          summary=result.text, error=result.error)
         if after >= base.tokens_before:
@@ -114,10 +114,13 @@ class CompressorEngine(ContextEngine):
                                    tokens_after=after, reason=_span_note(span, unwrapped.found))
         return compressed
 
-    def _summarize(self, working: list[Message], span: Span, previous: str | None,
+    def _summarize(self, working: list[Message], sizes: list[int], span: Span, previous: str | None,
                    focus_topic: str | None) -> SummaryResult:
-        middle = prune_tool_outputs(working[span.head_end:span.tail_start])
-        budget = summary_budget(sum(sizes_of(middle)), self.context.budgets.max_summary_tokens)
+        original = working[span.head_end:span.tail_start]
+        middle = prune_tool_outputs(original)
+        content_tokens = sum(size if new is old else estimate_message_tokens_rough(new)
+                             for new, old, size in zip(middle, original, sizes[span.head_end:], strict=False))
+        budget = summary_budget(content_tokens, self.context.budgets.max_summary_tokens)
         request = SummaryRequest(messages=middle, budget_tokens=budget, previous_summary=previous,
                                  focus_topic=focus_topic)
         result = self.summary_writer.write(request)
@@ -130,6 +133,13 @@ class CompressorEngine(ContextEngine):
             self.backoff.record_no_progress()
         self.last_report = report
         return messages
+
+
+def _size_after(compressed: list[Message], working: list[Message], sizes: list[int], span: Span) -> int:
+    """The compressed conversation's size, re-measuring only the messages that assembly created or changed."""
+    kept = {id(working[i]): sizes[i] for i in range(span.head_end)}
+    kept.update((id(working[i]), sizes[i]) for i in range(span.tail_start, len(working)))
+    return sum(kept.get(id(m)) or estimate_message_tokens_rough(m) for m in compressed)
 
 
 def _span_note(span: Span, previous_found: int) -> str:

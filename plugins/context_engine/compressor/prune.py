@@ -25,12 +25,14 @@ _ERROR_LINE_KEEP = 160
 # Argument names that say most about a call, in the order they are shown.
 _KEY_ARGUMENTS = ("command", "cmd", "path", "file_path", "filename", "file", "pattern", "query", "regex", "url",
                   "old_str", "search_term")
-_EXIT_STATUS = re.compile(r"(?:exit code|exit status|exited with code|returncode)\W{0,3}(-?\d+)", re.IGNORECASE)
-_ERROR_LINE = re.compile(
-    r"^.*(?:\b\w*(?:Error|Exception)\b|\berror:|\bFAILED\b|\bfatal:|No such file|command not found|"
-    r"Permission denied|\bpanic\b).*$",
-    re.MULTILINE,
-)
+_EXIT_STATUS = re.compile(r"(?:[Ee]xit(?:ed with)? (?:[Cc]ode|[Ss]tatus)|returncode)\W{0,3}(-?\d+)")
+_ERROR_WORD = re.compile(r"Error\b|Exception\b|error:|FAILED|fatal:|No such file|command not found|"
+                         r"Permission denied|panic")
+_EXCEPTION_LINE = re.compile(r"\s*[\w.]*(?:Error|Exception)\b")
+# Status and errors sit at the start or the end of an output; scanning only there keeps the cost per output bounded.
+_SCAN_HEAD_CHARS = 4_000
+_SCAN_TAIL_CHARS = 8_000
+_STATUS_TAIL_CHARS = 1_000
 
 
 def prune_tool_outputs(messages: Sequence[Message]) -> list[Message]:
@@ -57,7 +59,7 @@ def describe_tool_result(name: str, arguments: dict[str, Any], output: str, repe
     shown = ", ".join(f"{key}={_short(value)}" for key, value in _key_arguments(arguments))
     lines = output.count("\n") + 1
     facts = [f"{len(output):,} chars, {lines:,} lines of output"]
-    status = _EXIT_STATUS.search(output)
+    status = _EXIT_STATUS.search(output[-_STATUS_TAIL_CHARS:])
     if status:
         facts.append(f"exit {status.group(1)}")
     if repeated:
@@ -110,12 +112,26 @@ def _short(value: Any) -> str:
 
 def _key_error_line(output: str) -> str | None:
     """The line that names the failure: the last exception line of a traceback, else the first error-looking line."""
-    matches = _ERROR_LINE.findall(output)
-    if not matches:
+    window = _scanned(output)
+    first: str | None = None
+    last_exception: str | None = None
+    for match in _ERROR_WORD.finditer(window):
+        start = window.rfind("\n", 0, match.start()) + 1
+        end = window.find("\n", match.end())
+        line = window[start:end if end >= 0 else len(window)]
+        first = first or line
+        if _EXCEPTION_LINE.match(line):
+            last_exception = line
+    chosen = (last_exception or first or "").strip()
+    if not chosen:
         return None
-    exceptions = [line for line in matches if re.match(r"^\s*[\w.]*(?:Error|Exception)\b", line)]
-    line = str(exceptions[-1] if exceptions else matches[0]).strip()
-    return line[:_ERROR_LINE_KEEP] + "…" if len(line) > _ERROR_LINE_KEEP else line
+    return chosen[:_ERROR_LINE_KEEP] + "…" if len(chosen) > _ERROR_LINE_KEEP else chosen
+
+
+def _scanned(output: str) -> str:
+    if len(output) <= _SCAN_HEAD_CHARS + _SCAN_TAIL_CHARS:
+        return output
+    return f"{output[:_SCAN_HEAD_CHARS]}\n{output[-_SCAN_TAIL_CHARS:]}"
 
 
 def _with_short_arguments(message: Message) -> Message:
