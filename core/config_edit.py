@@ -42,9 +42,11 @@ def set_yaml_value(text: str, key_path: Sequence[str], value: Any) -> str:
         if depth == len(key_path) - 1:
             return _replace_value(text, key_node, value_node, value)
         if _is_null(value_node):
-            # "compression:" with nothing under it: the section starts on the next line
+            # "compression:" (or "compression: null"): drop the null, the section starts on the next line
+            start, end = value_node.start_mark.index, value_node.end_mark.index
+            text = text[:start].rstrip(" ") + text[end:] if end > start else text
             column = key_node.start_mark.column + indent
-            return _append_block(text, _line_end(text, value_node.end_mark.index), column, key_path[depth + 1:],
+            return _append_block(text, _line_end(text, key_node.end_mark.index), column, key_path[depth + 1:],
                                  value, indent)
         if not isinstance(value_node, MappingNode):
             raise InPlaceEditError(f"{'.'.join(key_path[: depth + 1])} is not a section")

@@ -119,10 +119,11 @@ def lookup_model(model: str | None, provider: str | None = None, config: Config 
         return ModelInfo(model, provider, int(overrides[model]), "config", model)
     name = normalize_model_name(model)
     by_normal = {normalize_model_name(key): int(value) for key, value in overrides.items()}
-    key = match_model_key(name, by_normal)
-    if key is not None:
-        return ModelInfo(model, provider, by_normal[key], "config", key)
+    override = match_model_key(name, by_normal)
     key = match_model_key(name, table.models)
+    # an override wins unless the table knows a more specific key (a gpt-4o override is not about gpt-4o-mini)
+    if override is not None and (key is None or len(override) >= len(key)):
+        return ModelInfo(model, provider, by_normal[override], "config", override)
     if key is None:
         return _unknown(model, provider, f"{model!r} is not in the bundled model table")
     route_window = table.routes.get(route or "", {}).get(key)
