@@ -140,6 +140,15 @@ def test_hermes_2153_should_compress_uses_the_last_reported_prompt_tokens() -> N
     assert not engine.should_compress()
 
 
+def test_hermes_36718_stale_prompt_count_does_not_trigger_again_after_compressing() -> None:
+    engine = make_engine(8_000)
+    engine.track_usage({"prompt_tokens": engine.threshold_tokens + 1})
+    assert engine.should_compress()
+    engine.compress(agent_session())
+    assert engine.last_report is not None and engine.last_report.changed
+    assert not engine.should_compress(), "the pre-compression prompt size must not fire a second compression"
+
+
 def test_hermes_1993_parallel_tool_results_stay_with_their_call() -> None:
     messages = agent_session(turns=6)
     calls = [{"id": f"p{i}", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}

@@ -109,6 +109,8 @@ class CompressorEngine(ContextEngine):
             return self._refuse(messages, replace(report, reason=reason), strike=not force)
         self.compression_count += 1
         self.previous_summary = result.text
+        # The last reported prompt size described the uncompressed conversation; kept, it would trigger again at once.
+        self.last_prompt_tokens = 0
         self.backoff.record_compression()
         self.last_report = replace(report, outcome=result.outcome, messages_after=len(compressed),
                                    tokens_after=after, reason=_span_note(span, unwrapped.found))
