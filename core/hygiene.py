@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ctxplug.tokens import estimate_messages_tokens_rough
 
+from ctxplug.host import EngineHost
+
 if TYPE_CHECKING:
     from ctxplug.engine import CompressionReport, Message
-    from ctxplug.host import EngineHost
 
 HYGIENE_THRESHOLD = 0.85
 HYGIENE_MIN_MESSAGES = 4
@@ -218,23 +219,30 @@ class SessionHygiene:
         self,
         session_id: str,
         messages: Sequence[Message],
-        engine: EngineHost,
+        engine: EngineHost | Callable[[], EngineHost],
         *,
         reported_prompt_tokens: int | None = None,
         tools: Sequence[dict[str, Any]] | None = None,
     ) -> HygieneOutcome:
-        """Check the session and compress it when needed; remember it when it stays over the threshold."""
+        """Check the session and compress it when needed; remember it when it stays over the threshold.
+
+        ``engine`` may be a function that builds one: a gateway then pays for an engine only when hygiene fires.
+        """
         decision = self.check(session_id, messages, reported_prompt_tokens=reported_prompt_tokens, tools=tools)
-        outcome = apply_hygiene(engine, messages, decision, tools=tools)
-        if decision.compress:
-            with self._lock:
-                if outcome.still_over or not outcome.compressed:
-                    baselines = {"estimate": outcome.tokens_after} if outcome.tokens_after is not None else {}
-                    if not outcome.compressed:
-                        baselines[decision.token_source] = decision.tokens
-                    self._stalls[session_id] = _Stall(self._clock(), baselines)
+        if not decision.compress:
+            return HygieneOutcome(decision, list(messages))
+        host = engine if isinstance(engine, EngineHost) else engine()
+        outcome = apply_hygiene(host, messages, decision, tools=tools)
+        with self._lock:
+            if outcome.still_over or not outcome.compressed:
+                # Growth is measured from the compressed size, or from the size that fired when nothing changed.
+                if outcome.compressed and outcome.tokens_after is not None:
+                    baselines = {"estimate": outcome.tokens_after}
                 else:
-                    self._stalls.pop(session_id, None)
+                    baselines = {decision.token_source: decision.tokens}
+                self._stalls[session_id] = _Stall(self._clock(), baselines)
+            else:
+                self._stalls.pop(session_id, None)
         return outcome
 
     def forget(self, session_id: str) -> None:
