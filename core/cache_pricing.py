@@ -35,6 +35,11 @@ class CacheRules:
         cache_marker(cache_ttl)  # rejects anything but 5m/1h with the configuration error
         return self.write_5m if cache_ttl == "5m" else self.write_1h
 
+    def lifetime(self, cache_ttl: str) -> float:
+        """Seconds an entry written with this TTL lives after its last write or hit."""
+        cache_marker(cache_ttl)
+        return self.ttl_seconds[cache_ttl]
+
     def usd(self, base_tokens: float) -> float | None:
         """Dollars for a cost expressed in base input tokens, when the table has a price for the model."""
         if self.input_usd_per_mtok is None:

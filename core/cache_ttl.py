@@ -56,7 +56,7 @@ class TtlChooser:
         """What the observed requests would have cost with this TTL, in base input tokens (the table above)."""
         rules = self.rules
         write = rules.write_multiplier(cache_ttl)
-        lifetime = rules.ttl_seconds[cache_ttl]
+        lifetime = rules.lifetime(cache_ttl)
         total = 0.0
         for step in self._steps:
             if step.gap < lifetime:
