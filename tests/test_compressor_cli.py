@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.compressor_engines import RecordingWriter
+from support.compressor_engines import FailingWriter, RecordingWriter
 from support.conversation_strategies import assert_tool_pairs_whole, summaries_in
 
 import ctxplug.summarizer
@@ -110,3 +110,15 @@ def test_missing_file_and_bad_context_length_are_clear_errors(tmp_path: Path, wr
     with pytest.raises(SystemExit) as exit_info:
         main(["compress", str(tmp_path / "nope.json"), "--context-length", "-5"])
     assert exit_info.value.code == 2 and "positive number of tokens" in capsys.readouterr().err
+
+
+def test_an_aborted_compression_exits_1_and_says_nothing_was_dropped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(ctxplug.summarizer, "make_summary_writer", lambda config: FailingWriter(kind="auth"),
+                        raising=False)
+    path, messages = session_file(tmp_path)
+    target = tmp_path / "out.json"
+    assert main(["compress", str(path), "-o", str(target), "--context-length", "16000"]) == 1
+    out = capsys.readouterr().out
+    assert "outcome: aborted — nothing was dropped" in out and "error: auth" in out
+    assert read_conversation(target) == messages

@@ -118,6 +118,16 @@ def test_hermes_53008_cooldown_after_ineffective_compressions_grows_exponentiall
     assert waits[0] == 0 and 0 < waits[1] < waits[2]
 
 
+def test_hermes_98722_compressions_that_make_no_progress_stop_the_loop() -> None:
+    engine = make_engine(8_000, clock=FakeClock())
+    tiny = [{"role": "system", "content": "s"}, {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello " * 3_000}]
+    for _ in range(2):
+        assert engine.should_compress(engine.threshold_tokens)
+        assert engine.compress(tiny) is tiny and engine.last_report.outcome == "skipped"  # type: ignore[union-attr]
+    assert not engine.should_compress(engine.threshold_tokens), "two no-progress attempts must start a cooldown"
+
+
 def test_hermes_117574_many_effective_compressions_trip_the_frequency_breaker() -> None:
     engine = make_engine(8_000, clock=FakeClock())
     allowed = 0

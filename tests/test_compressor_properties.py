@@ -13,10 +13,12 @@ from support.conversation_strategies import (
     assert_tool_pairs_whole,
     conversations,
     first_after_system,
+    loose_conversations,
     summaries_in,
 )
 
-from ctxplug.messages import sanitize_tool_pairs
+from ctxplug.messages import content_text, sanitize_tool_pairs
+from ctxplug.plugins.context_engine.compressor.handoff import END_MARKER
 from ctxplug.tokens import estimate_messages_tokens_rough
 
 Message = dict[str, Any]
@@ -93,3 +95,25 @@ def test_compressing_twice_leaves_one_summary_and_a_user_first(first: list[Messa
     assert_tool_pairs_whole(twice)
     assert_alternates(twice)
     assert estimate_messages_tokens_rough(twice) <= estimate_messages_tokens_rough(once + growth)
+
+
+@PROPERTY_SETTINGS
+@given(loose_conversations(), st.sampled_from([2_000, 8_000]))
+def test_summary_never_meets_its_own_role_even_in_non_alternating_input(messages: list[Message],
+                                                                       context_length: int) -> None:
+    engine = make_engine(context_length, protect_last_n=2)
+    before = copy.deepcopy(messages)
+    out = engine.compress(messages, force=True)
+    assert messages == before
+    assert estimate_messages_tokens_rough(out) <= estimate_messages_tokens_rough(messages)
+    if out is messages:
+        return
+    (index,) = summaries_in(out)
+    role = out[index]["role"]
+    assert index == 0 or out[index - 1]["role"] != role
+    merged = not content_text(out[index]).endswith(END_MARKER)  # the pair after a merged summary is the input's
+    assert index + 1 == len(out) or out[index + 1]["role"] != role or merged
+    assert_tool_pairs_whole(out)
+    if any(m["role"] == "user" for m in messages) or messages[0]["role"] == "system":
+        first = first_after_system(out)
+        assert first is not None and first["role"] == "user"

@@ -2,7 +2,8 @@
 
 Without ``-o`` nothing is written: the report (and the summary) is printed, so a first run is safe. ``-o OUT``
 writes the compressed conversation (JSON, or JSONL when OUT ends in ``.jsonl``); ``-o -`` writes it to stdout and
-moves the report to stderr. ``--json`` prints the report as one JSON object.
+moves the report to stderr. ``--json`` prints the report as one JSON object. Exit status: 0 when the engine
+compressed or had nothing to do, 1 when it aborted or failed (the conversation is unchanged), 2 for a user error.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         for line in report_lines(facts):
             print(line, file=out)
-    return 0 if report.outcome != "failed" else 1
+    return 1 if report.outcome in ("failed", "aborted") else 0
 
 
 def report_lines(facts: dict[str, Any]) -> list[str]:

@@ -76,6 +76,22 @@ def conversations(draw: st.DrawFn, min_turns: int = 1, max_turns: int = 12) -> l
     return messages
 
 
+@st.composite
+def loose_conversations(draw: st.DrawFn) -> list[Message]:
+    """Conversations whose roles need not alternate (runs of user or assistant messages, no user at all)."""
+    counter = [0]
+    messages: list[Message] = []
+    if draw(st.booleans()):
+        messages.append({"role": "system", "content": draw(text)})
+    for _ in range(draw(st.integers(1, 25))):
+        kind = draw(st.sampled_from(["user", "assistant", "group"]))
+        if kind == "group":
+            messages.extend(draw(tool_group(counter)))
+        else:
+            messages.append({"role": kind, "content": draw(st.one_of(text, big_text))})
+    return messages
+
+
 def call_ids(message: Message) -> list[str]:
     """The ids a tool result may answer for this message's calls."""
     return [str(tool_call_id(c)) for c in tool_calls_of(message)]
