@@ -40,7 +40,7 @@ class InstantWriter:
 
 
 def corpus_conversations() -> list[list[Message]]:
-    conversations = []
+    conversations: list[list[Message]] = []
     for path in sorted(CORPUS.glob("*.jsonl")):
         with path.open(encoding="utf-8") as handle:
             conversations.extend(json.loads(line)["messages"] for line in handle if line.strip())
