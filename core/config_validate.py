@@ -164,6 +164,8 @@ def _convert_sequence(item_tp: Any, value: Any, path: str, origin: Origin) -> An
 
 
 def _convert_mapping(value_tp: Any, metadata: Mapping[str, Any], value: Any, path: str, origin: Origin) -> Any:
+    if value is None:
+        return None  # "models:" with nothing under it: no entries, as by default
     if not isinstance(value, Mapping):
         raise origin.error(path, f"expected a mapping, got {describe(value)}")
     converted: dict[str, Any] = {}

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ctxplug
 from ctxplug import ConfigError, compute_budgets, load_config
-from ctxplug.config import Config, discover_config_path
+from ctxplug.config import Config, config_as_dict, discover_config_path
 
 SPEC_EXAMPLE = """\
 context:
@@ -253,3 +257,36 @@ def test_derived_values_follow_the_configured_threshold(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, "compression:\n  threshold: 0.7\n  target_ratio: 0.3\n"))
     budgets = compute_budgets(config, context_length=200_000)
     assert (budgets.threshold_tokens, budgets.tail_token_budget) == (140_000, 42_000)
+
+
+VALID_SETTINGS = st.fixed_dictionaries({}, optional={
+    "context": st.fixed_dictionaries({}, optional={
+        "engine": st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True),
+        "strict": st.booleans(),
+        "plugin_dirs": st.lists(st.from_regex(r"[\w./ -]{1,12}", fullmatch=True), max_size=2),
+        "engines": st.dictionaries(st.sampled_from(["lcm", "mine"]),
+                                   st.dictionaries(st.sampled_from(["db", "depth"]), st.integers(0, 9))),
+    }),
+    "compression": st.fixed_dictionaries({}, optional={
+        "enabled": st.booleans(),
+        "threshold": st.floats(0.0, 1.0),
+        "target_ratio": st.floats(0.10, 0.80),
+        "protect_last_n": st.integers(1, 500),
+        "codex_gpt55_autoraise": st.booleans(),
+    }),
+    "prompt_caching": st.fixed_dictionaries({}, optional={"cache_ttl": st.sampled_from(["5m", "1h", "auto"])}),
+    "models": st.dictionaries(st.from_regex(r"[A-Za-z0-9][\w.:/@\[\]-]{0,20}", fullmatch=True),
+                              st.integers(1, 10_000_000), max_size=3),
+})
+
+
+@settings(max_examples=100, deadline=None)
+@given(VALID_SETTINGS)
+def test_valid_settings_load_and_round_trip_through_yaml(tmp_path_factory: pytest.TempPathFactory,
+                                                         data: dict[str, Any]) -> None:
+    config = load_config(data)
+    plain = config_as_dict(config)
+    assert load_config(plain) == config
+    path = tmp_path_factory.mktemp("roundtrip") / "config.yaml"
+    path.write_text(yaml.safe_dump(plain, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    assert load_config(path) == config
