@@ -174,3 +174,10 @@ def test_an_explicit_missing_config_is_an_error_naming_it(workdir: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "--config", "missing.yaml", "config", "show")
     assert code == 2 and "missing.yaml: no such config file" in err
+
+
+def test_show_output_loads_back_as_the_same_configuration(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (workdir / "config.yaml").write_text(COMMENTED + "models:\n  gpt-5.5: 272000\n")
+    _, out, _ = run(capsys, "config", "show")
+    (workdir / "shown.yaml").write_text(out)
+    assert load_config(workdir / "shown.yaml") == load_config(workdir / "config.yaml")
