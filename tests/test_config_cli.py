@@ -181,3 +181,9 @@ def test_show_output_loads_back_as_the_same_configuration(workdir: Path, capsys:
     _, out, _ = run(capsys, "config", "show")
     (workdir / "shown.yaml").write_text(out)
     assert load_config(workdir / "shown.yaml") == load_config(workdir / "config.yaml")
+
+
+def test_set_into_a_missing_directory_is_an_error_not_a_traceback(workdir: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--config", "no/such/dir/config.yaml", "config", "set", "compression.enabled", "false")
+    assert code == 2 and err.startswith("ctxplug: error: no/such/dir/config.yaml: cannot write the config file")

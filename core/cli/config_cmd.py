@@ -80,7 +80,10 @@ def set_(args: argparse.Namespace) -> int:
                           f"{args.key}.{dataclasses.fields(tp)[0].name}", key_path=args.key)
     value = parse_cli_value(args.value, tp)
     path = discover_config_path(args.config) or Path(DEFAULT_CONFIG_NAME)
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the config file: {exc}", source=str(path)) from None
     document = parse_yaml(text, source=str(path))
     origin = Origin(str(path), document)
     if document.data is not None and not isinstance(document.data, dict):
@@ -94,7 +97,10 @@ def set_(args: argparse.Namespace) -> int:
     except (InPlaceEditError, yaml.YAMLError, ConfigError) as exc:
         logger.warning("could not edit %s in place (%s); rewriting it without its comments", path, exc)
         new_text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-    path.write_text(new_text, encoding="utf-8")
+    try:
+        path.write_text(new_text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write the config file: {exc.strerror or exc}", source=str(path)) from None
     print(f"{path}: {args.key} = {render_scalar(value)}")
     return 0
 
