@@ -27,12 +27,17 @@ PROPERTY_SETTINGS = settings(max_examples=60, deadline=None)
 
 @st.composite
 def damaged(draw: st.DrawFn) -> list[Message]:
-    """A conversation with random messages removed: orphan results and unanswered calls appear."""
+    """A conversation with messages removed, repeated or moved: orphan, duplicate and stray results appear."""
     messages = draw(conversations())
     if not messages:
         return messages
     doomed = draw(st.sets(st.integers(0, len(messages) - 1), max_size=max(1, len(messages) // 3)))
-    return [m for i, m in enumerate(messages) if i not in doomed]
+    damaged = [m for i, m in enumerate(messages) if i not in doomed]
+    for _ in range(draw(st.integers(0, 3))):
+        if damaged:
+            source = draw(st.integers(0, len(damaged) - 1))
+            damaged.insert(draw(st.integers(0, len(damaged))), damaged[source])
+    return damaged
 
 
 @PROPERTY_SETTINGS
