@@ -87,8 +87,10 @@ def resolve_cache_policy(model: str | None, provider: str | None, cache_ttl: str
                           key_path="prompt_caching.cache_ttl")
     route = infer_provider(model, provider)
     if not is_claude_model(model):
-        what = f"{model} is not a Claude model" if model else "no model given"
-        return CachePolicy(False, False, cache_ttl, f"{what}; cache_control markers are for Claude")
+        if not model:
+            return CachePolicy(False, False, cache_ttl, "no model given; markers are placed for Claude models only")
+        return CachePolicy(False, False, cache_ttl, f"{model} is not a Claude model; cache_control markers are for "
+                                                    "Claude")
     if route is None:
         return CachePolicy(False, False, cache_ttl, "no provider given; pass anthropic or openrouter")
     if route not in CACHING_PROVIDERS:
