@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from ctxplug.config import Config
 
 SummaryOutcome = Literal["llm", "chunked", "extractive"]
 
@@ -38,3 +41,16 @@ class SummaryWriter(Protocol):
     """Writes a structured summary of a span. Raises `ctxplug.errors.SummaryError` (kind ``auth``) to abort."""
 
     def write(self, request: SummaryRequest) -> SummaryResult: ...
+
+
+def make_summary_writer(config: Config | None = None) -> SummaryWriter:
+    """The writer the configuration asks for: the LLM writer when a summary model or endpoint is configured
+    (``auxiliary.compression.model``, or ``base_url`` / a provider other than auto), else the extractive one."""
+    from ctxplug.summarizer.extractive import ExtractiveSummaryWriter
+
+    settings = config.auxiliary.compression if config is not None else None
+    if settings is None or not (settings.model or settings.base_url):
+        return ExtractiveSummaryWriter()
+    from ctxplug.summarizer.llm import LLMSummaryWriter
+
+    return LLMSummaryWriter.from_config(config)
