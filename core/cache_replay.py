@@ -66,10 +66,11 @@ def build_requests(messages: Sequence[Message], *, size: Callable[[Sequence[Mess
             if replay.requests:
                 at += user_gap if user_spoke else turn_seconds
             if compact is not None and compact_at is not None and size(active) > compact_at:
-                before = size(active)
-                active = list(compact(list(active)))
-                replay.compactions.append(Compaction(len(replay.compactions) + 1, len(replay.requests),
-                                                     before, size(active)))
+                compacted = list(compact(list(active)))
+                if compacted != active:  # an engine that declined (or failed) changed nothing and cost nothing
+                    replay.compactions.append(Compaction(len(replay.compactions) + 1, len(replay.requests),
+                                                         size(active), size(compacted)))
+                    active = compacted
             replay.requests.append(Request(index, at, list(active)))
             user_spoke = False
         user_spoke = user_spoke or message.get("role") == "user"
@@ -149,7 +150,8 @@ class CompactionCost:
     """What the first requests after one compaction paid, against a warm cache and against not compacting.
 
     ``first_read_tokens`` is how much of the first request after it still came from the cache: the prefix the
-    compaction left byte-identical (tools, system prompt and kept head when the compactor leaves them alone).
+    compaction left byte-identical (tools, system prompt and kept head when the compactor leaves them alone);
+    ``first_penalty`` is that first request's cost above the warm cache.
     """
 
     number: int
@@ -161,6 +163,7 @@ class CompactionCost:
     warm_cost: float
     uncompacted_cost: float
     first_read_tokens: int
+    first_penalty: float
 
     @property
     def penalty(self) -> float:
@@ -182,7 +185,8 @@ def compaction_costs(replay: Replay, cached: Sequence[RequestCost], pricing: Pri
         found.append(CompactionCost(
             compaction.number, sources[0], compaction.tokens_before, compaction.tokens_after, len(span),
             sum(cached[i].cost for i in span), sum(c.cost for c in warm),
-            sum(uncompacted[s].cost for s in sources if s in uncompacted), cached[span[0]].read_tokens))
+            sum(uncompacted[s].cost for s in sources if s in uncompacted), cached[span[0]].read_tokens,
+            cached[span[0]].cost - warm[0].cost))
     return found
 
 

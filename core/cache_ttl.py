@@ -17,6 +17,10 @@ against one new turn), one gap of a few minutes outweighs many quick tool-loop r
 6-minute gap pays for about 30 short ones. The chooser sums both columns over the recent gaps it has seen and
 picks the cheaper TTL for the next write; it never looks at whether the cache is warm to delay anything else
 (deferring work while the cache is hot livelocked lossless-claw, see docs/caching.md).
+
+Before any gap has been seen it bets on 1h: if the bet is wrong, a 1h write costs (w1h − w5)·P = 0.75·P more
+than needed, once; a wrong 5m bet loses the whole prefix at the first long gap, (w5 − r)·P = 1.15·P. The smaller
+worst case wins, and one quick follow-up request is enough evidence to move to 5m.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ class _Step:
 class TtlChooser:
     """Stateful chooser for ``cache_ttl: auto``: feed it each request's time and size, ask it which TTL to write."""
 
-    def __init__(self, rules: CacheRules | None = None, *, window: int = RECENT_GAPS, initial: str = "5m") -> None:
+    def __init__(self, rules: CacheRules | None = None, *, window: int = RECENT_GAPS, initial: str = "1h") -> None:
         self.rules = rules or cache_rules()
         self.initial = initial
         self._steps: deque[_Step] = deque(maxlen=window)
@@ -66,7 +70,7 @@ class TtlChooser:
         return total
 
     def choose(self) -> str:
-        """The TTL for the next request's markers: the initial one until a gap has been seen, then the cheaper."""
+        """The TTL for the next request's markers: the initial bet until a gap has been seen, then the cheaper."""
         if not self._steps:
             return self.initial
         return "1h" if self.expected_cost("1h") < self.expected_cost("5m") else "5m"
@@ -76,4 +80,6 @@ def resolve_ttl(setting: str, chooser: TtlChooser | None) -> str:
     """The concrete TTL for a request: the configured one, or the chooser's pick for ``auto``."""
     if setting != "auto":
         return setting
-    return chooser.choose() if chooser is not None else "5m"
+    if chooser is None:
+        raise ValueError("cache_ttl 'auto' needs a TtlChooser fed with the request times")
+    return chooser.choose()

@@ -82,8 +82,9 @@ def _fed(gaps: list[float], start: int = 10_000, step: int = 500) -> TtlChooser:
     return chooser
 
 
-def test_auto_ttl_starts_at_5m_and_stays_there_for_quick_tool_loops() -> None:
-    assert TtlChooser().choose() == "5m"
+def test_auto_ttl_bets_on_1h_until_quick_requests_say_5m() -> None:
+    assert TtlChooser().choose() == "1h"  # a wrong 1h bet costs 0.75·P once, a wrong 5m bet 1.15·P
+    assert _fed([10.0]).choose() == "5m"
     assert _fed([10.0] * 20).choose() == "5m"
 
 
@@ -105,3 +106,5 @@ def test_auto_ttl_break_even_matches_the_documented_formula() -> None:
 def test_resolve_ttl_passes_fixed_settings_through() -> None:
     assert resolve_ttl("1h", None) == "1h"
     assert resolve_ttl("auto", _fed([360.0] * 3)) == "1h"
+    with pytest.raises(ValueError, match="TtlChooser"):
+        resolve_ttl("auto", None)
