@@ -16,7 +16,7 @@ from typing import Any
 from ctxplug.cache_pricing import CacheRules, cache_rules
 from ctxplug.cache_sim import BlockCounter, PromptCache, RequestCost, request_blocks, uncached_cost
 from ctxplug.cache_ttl import TtlChooser, resolve_ttl
-from ctxplug.caching import MAX_BREAKPOINTS, apply_anthropic_cache_control
+from ctxplug.caching import MAX_BREAKPOINTS, apply_anthropic_cache_control, compaction_head_end
 from ctxplug.messages import Message
 
 Compactor = Callable[[list[Message]], list[Message]]
@@ -147,11 +147,13 @@ def totals(costs: Sequence[RequestCost]) -> Totals:
 
 @dataclass(frozen=True)
 class CompactionCost:
-    """What the first requests after one compaction paid, against a warm cache and against not compacting.
+    """What the first requests after one compaction paid, against two baselines and against not compacting.
 
-    ``first_read_tokens`` is how much of the first request after it still came from the cache: the prefix the
-    compaction left byte-identical (tools, system prompt and kept head when the compactor leaves them alone);
-    ``first_penalty`` is that first request's cost above the warm cache.
+    The *ideal* compaction keeps everything before its summary in the cache and pays only to write the summary
+    and what follows it; ``penalty`` is the cost above that, the part a cache-aware compaction can avoid. The
+    *warm* baseline has even the summary cached (no compaction can do that); ``cache_loss`` is the cost above it.
+    ``kept_prefix_tokens`` is what comes before the summary; ``first_read_tokens`` is how much of the first request
+    after the compaction the cache actually served.
     """
 
     number: int
@@ -160,15 +162,37 @@ class CompactionCost:
     tokens_after: int
     requests: int
     cost: float
+    ideal_cost: float
     warm_cost: float
     uncompacted_cost: float
+    kept_prefix_tokens: int
     first_read_tokens: int
-    first_penalty: float
+    first_cost: float
+    first_ideal_cost: float
 
     @property
     def penalty(self) -> float:
-        """Cost above the same requests with the compacted history already cached: the cache the compaction lost."""
+        """Cost above the ideal compaction over the requests that follow it."""
+        return self.cost - self.ideal_cost
+
+    @property
+    def first_penalty(self) -> float:
+        """The first request's cost above the ideal compaction (where almost all of the penalty falls)."""
+        return self.first_cost - self.first_ideal_cost
+
+    @property
+    def cache_loss(self) -> float:
+        """Cost above a cache that already held the compacted history, summary included."""
         return self.cost - self.warm_cost
+
+
+def _kept_prefix_tokens(request: Request, pricing: Pricing, counter: BlockCounter) -> int:
+    """Tokens before the compaction summary (tools included): what an ideal compaction leaves cached."""
+    head_end = compaction_head_end(request.messages)
+    if head_end is None:
+        return 0
+    kept = sum(block.tokens for block in request_blocks(request.messages[:head_end], counter, pricing.tools))
+    return kept if kept >= pricing.rules.min_prefix else 0
 
 
 def compaction_costs(replay: Replay, cached: Sequence[RequestCost], pricing: Pricing, counter: BlockCounter,
@@ -180,13 +204,19 @@ def compaction_costs(replay: Replay, cached: Sequence[RequestCost], pricing: Pri
                      min(compaction.first_request + REQUESTS_AFTER_COMPACTION, len(replay.requests)))
         if not span:
             continue
+        first = replay.requests[span[0]]
         sources = [replay.requests[i].source_index for i in span]
         warm = price_requests([replay.requests[i] for i in span], pricing, "system_and_3", counter, warm=True)
+        kept = min(_kept_prefix_tokens(first, pricing, counter), warm[0].read_tokens)
+        write = pricing.rules.write_multiplier(warm[0].cache_ttl or "5m")
+        # ideal first request: read the kept prefix, write the rest of what the warm request read
+        first_ideal = warm[0].cost + (write - pricing.rules.read) * (warm[0].read_tokens - kept)
+        warm_total = sum(c.cost for c in warm)
         found.append(CompactionCost(
             compaction.number, sources[0], compaction.tokens_before, compaction.tokens_after, len(span),
-            sum(cached[i].cost for i in span), sum(c.cost for c in warm),
-            sum(uncompacted[s].cost for s in sources if s in uncompacted), cached[span[0]].read_tokens,
-            cached[span[0]].cost - warm[0].cost))
+            sum(cached[i].cost for i in span), warm_total - warm[0].cost + first_ideal, warm_total,
+            sum(uncompacted[s].cost for s in sources if s in uncompacted), kept, cached[span[0]].read_tokens,
+            cached[span[0]].cost, first_ideal))
     return found
 
 
@@ -213,7 +243,8 @@ class SimulationReport:
         for name, placement in self.placements.items():
             data["placements"][name]["hit_rate"] = placement.hit_rate
         for entry, compaction in zip(data["compactions"], self.compactions, strict=True):
-            entry["penalty"] = compaction.penalty
+            entry.update(penalty=compaction.penalty, first_penalty=compaction.first_penalty,
+                         cache_loss=compaction.cache_loss)
         data["saving"] = self.saving()
         return data
 

@@ -176,7 +176,9 @@ def simulation_lines(report: SimulationReport) -> list[str]:
         lines.append(f"without compaction the same session would cost {report.uncompacted.cost:,.0f} with caching")
     for c in report.compactions:
         lines.append(f"compaction #{c.number} before message {c.at_message}: {c.tokens_before:,} -> "
-                     f"{c.tokens_after:,} tokens; {c.first_read_tokens:,} tokens still read from the cache; next "
-                     f"{c.requests} requests cost {c.cost:,.0f} (warm cache: {c.warm_cost:,.0f}, penalty "
-                     f"{c.penalty:,.0f}; without compaction: {c.uncompacted_cost:,.0f})")
+                     f"{c.tokens_after:,} tokens, {c.first_read_tokens:,} of the {c.kept_prefix_tokens:,} tokens "
+                     f"before the summary read from the cache")
+        lines.append(f"  next {c.requests} requests cost {c.cost:,.0f}: penalty {c.penalty:,.0f} above an ideal "
+                     f"compaction, {c.cache_loss:,.0f} above a cache that held everything; "
+                     f"{c.uncompacted_cost:,.0f} without compacting")
     return lines
