@@ -154,6 +154,9 @@ class ManagedChat:
         tokens = self.prompt_size.measure(history, tools)
         if self.engine.should_compress(tokens):
             history, tokens = self._compress(history, tools, tokens, reports, force=False)
+        elif tokens > self.engine.context_length:
+            # The engine is backing off, but this request cannot fit: sending it would only earn a 400.
+            history, tokens = self._compress(history, tools, tokens, reports, force=True)
         try:
             return history, self._send(history, tools, tokens, stream, on_chunk, create_kwargs)
         except openai.BadRequestError as exc:
