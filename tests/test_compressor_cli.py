@@ -122,3 +122,20 @@ def test_an_aborted_compression_exits_1_and_says_nothing_was_dropped(
     out = capsys.readouterr().out
     assert "outcome: aborted — nothing was dropped" in out and "error: auth" in out
     assert read_conversation(target) == messages
+
+
+def test_readme_first_command_compresses_the_example_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # The real default writer: no summary model configured, so the extractive summarizer, with no network.
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CTXPLUG_CONFIG", raising=False)
+    example = Path(__file__).resolve().parents[1] / "examples" / "session.json"
+    assert main(["compress", str(example), "--context-length", "32000", "-o", "compressed.json"]) == 0
+    out = capsys.readouterr().out
+    assert "outcome: extractive — ran offline" in out and "## Relevant Files" in out
+    original = read_conversation(example)
+    written = read_conversation(tmp_path / "compressed.json")
+    assert len(written) < len(original) and len(summaries_in(written)) == 1
+    assert written[:4] == original[:4] or written[0]["content"].startswith(original[0]["content"])
+    assert written[-10:] == original[-10:]
+    assert_tool_pairs_whole(written)

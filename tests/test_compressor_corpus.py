@@ -10,7 +10,9 @@ from conftest import corpus_conversations
 from support.compressor_engines import RecordingWriter, make_engine
 from support.conversation_strategies import assert_tool_pairs_whole, first_after_system, summaries_in
 
+from ctxplug.config import Config
 from ctxplug.messages import sanitize_tool_pairs
+from ctxplug.summarizer import make_summary_writer
 from ctxplug.tokens import estimate_messages_tokens_rough
 
 CONTEXT_LENGTHS = (4_000, 16_000, 64_000)
@@ -52,3 +54,17 @@ def test_corpus_compresses_at_some_length() -> None:
         engine.compress(messages, force=True)
         changed += bool(engine.last_report and engine.last_report.changed)
     assert changed >= len(CORPUS) - 2, "almost every transcript has a middle to summarize at 4K"
+
+
+@pytest.mark.parametrize(("name", "messages"), CORPUS, ids=[name for name, _ in CORPUS])
+def test_corpus_transcript_compresses_offline_with_the_default_writer(name: str,
+                                                                     messages: list[dict[str, Any]]) -> None:
+    engine = make_engine(8_000, writer=make_summary_writer(Config()))
+    out = engine.compress(messages, force=True)
+    report = engine.last_report
+    assert report is not None and report.outcome in ("extractive", "skipped")
+    assert estimate_messages_tokens_rough(out) <= estimate_messages_tokens_rough(messages)
+    if report.changed:
+        (index,) = summaries_in(out)
+        assert report.summary and report.summary in out[index]["content"]
+        assert_tool_pairs_whole(out)
