@@ -14,8 +14,9 @@ g >= 1 h               w5·(P + Δ)              w1h·(P + Δ)
 So a short gap makes 1h cost (w1h − w5)·Δ = 0.75·Δ more, and a gap between 5 minutes and an hour makes 5m cost
 (w5 − r)·P − (w1h − w5)·Δ = 1.15·P − 0.75·Δ more. Since P is usually far larger than Δ (the whole conversation
 against one new turn), one gap of a few minutes outweighs many quick tool-loop requests: with P = 20Δ a single
-6-minute gap pays for about 30 short ones. The chooser sums both columns over the recent gaps it has seen and
-picks the cheaper TTL for the next write; it never looks at whether the cache is warm to delay anything else
+6-minute gap pays for about 30 short ones. The chooser prices the next request both ways, with P the prompt just
+sent and each of the recent gaps (and its Δ) as likely to come again, and picks the cheaper TTL for the next
+write; it never looks at whether the cache is warm to delay anything else
 (deferring work while the cache is hot livelocked lossless-claw, see docs/caching.md).
 
 Before any gap has been seen it bets on 1h: if the bet is wrong, a 1h write costs (w1h − w5)·P = 0.75·P more
@@ -36,7 +37,6 @@ RECENT_GAPS = 24
 @dataclass(frozen=True)
 class _Step:
     gap: float
-    prefix_tokens: int
     new_tokens: int
 
 
@@ -53,20 +53,25 @@ class TtlChooser:
         """Record one request sent at ``at`` (seconds, any epoch) carrying ``prompt_tokens``."""
         if self._last is not None:
             last_at, last_tokens = self._last
-            self._steps.append(_Step(max(0.0, at - last_at), last_tokens, max(0, prompt_tokens - last_tokens)))
+            self._steps.append(_Step(max(0.0, at - last_at), max(0, prompt_tokens - last_tokens)))
         self._last = (at, prompt_tokens)
 
     def expected_cost(self, cache_ttl: str) -> float:
-        """What the observed requests would have cost with this TTL, in base input tokens (the table above)."""
+        """What the next request would cost with this TTL, summed over the recent gaps (the table above).
+
+        The prefix P is the prompt just sent (what this request's markers cache for the next one); the gaps and
+        the growth Δ are the ones observed, each as likely to come again.
+        """
         rules = self.rules
         write = rules.write_multiplier(cache_ttl)
         lifetime = rules.lifetime(cache_ttl)
+        prefix = self._last[1] if self._last else 0
         total = 0.0
         for step in self._steps:
             if step.gap < lifetime:
-                total += rules.read * step.prefix_tokens + write * step.new_tokens
+                total += rules.read * prefix + write * step.new_tokens
             else:
-                total += write * (step.prefix_tokens + step.new_tokens)
+                total += write * (prefix + step.new_tokens)
         return total
 
     def choose(self) -> str:

@@ -98,9 +98,10 @@ def test_auto_ttl_switches_to_1h_when_gaps_expire_the_5m_cache() -> None:
 
 def test_auto_ttl_break_even_matches_the_documented_formula() -> None:
     chooser = _fed([10.0, 360.0])
-    # gap 10 s: both read P=10000; 5m writes 500 at 1.25, 1h at 2. Gap 6 min: 5m rewrites 11000 at 1.25.
-    assert chooser.expected_cost("5m") == pytest.approx(0.1 * 10_000 + 1.25 * 500 + 1.25 * 11_000)
-    assert chooser.expected_cost("1h") == pytest.approx(0.1 * 10_000 + 2 * 500 + 0.1 * 10_500 + 2 * 500)
+    # the next request's prefix is the 11,000 tokens just sent; each observed gap (10 s, 6 min) may come again,
+    # with 500 new tokens. 10 s: both read P; 5m writes Δ at 1.25, 1h at 2. 6 min: the 5m entry is gone.
+    assert chooser.expected_cost("5m") == pytest.approx(0.1 * 11_000 + 1.25 * 500 + 1.25 * 11_500)
+    assert chooser.expected_cost("1h") == pytest.approx(2 * (0.1 * 11_000 + 2 * 500))
 
 
 def test_resolve_ttl_passes_fixed_settings_through() -> None:
