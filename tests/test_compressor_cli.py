@@ -49,7 +49,8 @@ def test_compress_prints_a_before_after_report_and_writes_nothing_without_o(
     first = out.splitlines()[0]
     assert first.startswith(f"{path}: {len(messages)} messages, ~") and " -> " in first and "%)" in first
     assert "outcome: extractive — ran offline" in out
-    assert f"summarized: {len(writer.requests[0].messages)} messages" in out
+    summarized = len(writer.requests[0].messages)
+    assert f"summarized: messages 5-{4 + summarized} of {len(messages)} replaced by the summary" in out
     assert "--- summary ---" in out and "## Goal" in out
     assert "nothing written" in out and list(tmp_path.iterdir()) == [path]
 

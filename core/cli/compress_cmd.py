@@ -83,8 +83,8 @@ def report_lines(facts: dict[str, Any]) -> list[str]:
         f"outcome: {facts['outcome']}{_outcome_note(facts)}",
     ]
     if facts["messages_summarized"]:
-        lines.append(f"summarized: {facts['messages_summarized']:,} messages, "
-                     f"{facts['summarizer_calls']} summary-model call(s); {facts['reason']}")
+        lines.append(f"summarized: {facts['reason']}")
+        lines.append(f"summary-model calls: {facts['summarizer_calls']}")
     elif facts["reason"]:
         lines.append(f"why: {facts['reason']}")
     if facts["error"]:

@@ -113,7 +113,7 @@ class CompressorEngine(ContextEngine):
         self.last_prompt_tokens = 0
         self.backoff.record_compression()
         self.last_report = replace(report, outcome=result.outcome, messages_after=len(compressed),
-                                   tokens_after=after, reason=_span_note(span, unwrapped.found))
+                                   tokens_after=after, reason=_span_note(span, len(working), unwrapped.found))
         return compressed
 
     def _summarize(self, working: list[Message], sizes: list[int], span: Span, previous: str | None,
@@ -144,7 +144,7 @@ def _size_after(compressed: list[Message], working: list[Message], sizes: list[i
     return sum(kept.get(id(m)) or estimate_message_tokens_rough(m) for m in compressed)
 
 
-def _span_note(span: Span, previous_found: int) -> str:
-    updated = " and updated the previous summary" if previous_found else ""
-    return (f"summarized messages {span.head_end + 1}-{span.tail_start} (1-based, summaries excluded){updated}; "
-            f"kept {span.head_end} head message(s) and the tail from there on")
+def _span_note(span: Span, total: int, previous_found: int) -> str:
+    updated = "; it updates the previous summary" if previous_found else ""
+    return (f"messages {span.head_end + 1}-{span.tail_start} of {total} replaced by the summary{updated}; "
+            f"{span.head_end} head and {total - span.tail_start} tail messages kept verbatim")
