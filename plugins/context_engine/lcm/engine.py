@@ -1,0 +1,223 @@
+"""`LcmEngine`: the lossless engine — store every message, replace old spans by DAG summaries, answer lcm tools.
+
+On each `compress` the conversation is first written to the store (a retried turn is stored once), then the
+oldest messages outside the fresh tail become leaf summaries, full runs of same-depth roots are condensed, and
+the context is rebuilt as system prompt and head, one summary message listing the roots, and the fresh tail.
+When that does not fit the threshold, every root is condensed into one and then the tail is shortened, step by
+step, until it fits or only the last group is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from hashlib import blake2b
+from typing import Any
+
+from ctxplug.engine import CompressionReport, ContextEngine, EngineContext, Message, Outcome
+from ctxplug.messages import sanitize_tool_pairs
+from ctxplug.plugins.context_engine.lcm.assembly import (
+    SYSTEM_ROLES,
+    assemble,
+    find_head_end,
+    fresh_tail_start,
+    is_lcm_summary,
+    referenced_nodes,
+    summary_role_after,
+)
+from ctxplug.plugins.context_engine.lcm.codec import encode_body
+from ctxplug.plugins.context_engine.lcm.dag import Summarizer, add_leaves, condense
+from ctxplug.plugins.context_engine.lcm.options import database_path, parse_options
+from ctxplug.plugins.context_engine.lcm.sqlite_store import SQLiteStore
+from ctxplug.plugins.context_engine.lcm.store import LcmStore, SummaryNode
+from ctxplug.plugins.context_engine.lcm.tools import run_tool, tool_schemas
+from ctxplug.summarizer import SummaryWriter
+from ctxplug.tokens import estimate_message_tokens_rough, estimate_messages_tokens_rough
+
+TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
+# what the summary message's guide and node headers cost beyond the node texts
+SUMMARY_FRAME_TOKENS = 200
+_OUTCOME_ORDER = ("truncated", "extractive", "chunked", "llm")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A conversation as stored: its session, the head, and every other message (not lcm summaries) with seqs."""
+
+    session: str
+    head: list[tuple[int, Message]]
+    rest: list[tuple[int, Message]]
+
+
+class LcmEngine(ContextEngine):
+    """The lossless engine; ``summary_writer`` and ``store`` are injectable, else built from the configuration."""
+
+    def __init__(self, context: EngineContext, summary_writer: SummaryWriter | None = None,
+                 store: LcmStore | None = None) -> None:
+        super().__init__(context)
+        self.options = parse_options(context.config, context.options)
+        self._summary_writer = summary_writer
+        self._store = store
+        self.session: str | None = self.options.session_id
+
+    @property
+    def store(self) -> LcmStore:
+        """The message store: the injected one, else the SQLite file the options name (opened on first use)."""
+        if self._store is None:
+            path = database_path(self.context.config, self.options)
+            self._store = SQLiteStore(path, busy_timeout=self.options.busy_timeout,
+                                      synchronous=self.options.synchronous)
+        return self._store
+
+    @property
+    def summary_writer(self) -> SummaryWriter:
+        """The injected writer, else ``ctxplug.summarizer.make_summary_writer(config)``."""
+        if self._summary_writer is None:
+            from ctxplug.summarizer import make_summary_writer
+
+            self._summary_writer = make_summary_writer(self.context.config)
+        return self._summary_writer
+
+    # storing
+    def ingest(self, messages: Sequence[Message]) -> Placement | None:
+        """Store every message of ``messages`` not stored yet; None for an empty conversation.
+
+        Messages are placed by position: the head from seq 0, the messages after this engine's summary message
+        right after the last seq its nodes cover, and a message identical to the one stored at its position is
+        recognised instead of stored again.
+        """
+        summaries = [i for i, m in enumerate(messages) if is_lcm_summary(m)]
+        session = self._session_for(messages, summaries)
+        if session is None:
+            return None
+        self.session = session
+        head_end = summaries[0] if summaries else find_head_end(messages)
+        rest = [m for m in messages[head_end:] if not is_lcm_summary(m)]
+        start = head_end
+        if summaries:
+            nodes = [self.store.node(n) for n in referenced_nodes(messages[summaries[-1]])]
+            known = [n.last_seq for n in nodes if n is not None and n.session == session]
+            start = max(known) + 1 if known else self.store.message_count(session)
+        head = list(messages[:head_end])
+        entries = [*enumerate(head), *((start + i, m) for i, m in enumerate(rest))]
+        seqs = self.store.put_messages(session, entries)
+        return Placement(session, list(zip(seqs[:head_end], head, strict=True)),
+                         list(zip(seqs[head_end:], rest, strict=True)))
+
+    def _session_for(self, messages: Sequence[Message], summaries: list[int]) -> str | None:
+        """The configured session id, else one derived from the system prompt and the first exchange's opening."""
+        if self.options.session_id:
+            return self.options.session_id
+        first = next((i for i, m in enumerate(messages) if m.get("role") not in SYSTEM_ROLES), len(messages))
+        if summaries and summaries[0] == first:
+            # the conversation opens with this engine's summary: the session is the one its nodes belong to
+            for node_id in referenced_nodes(messages[first]):
+                node = self.store.node(node_id)
+                if node is not None:
+                    return node.session
+        opening = list(messages[:first + 1])
+        if not opening:
+            return self.session
+        digest = blake2b(b"".join(encode_body(m) for m in opening), digest_size=8).hexdigest()
+        return f"auto-{digest}"
+
+    # compressing
+    def compress(self, messages: list[Message], current_tokens: int | None = None, focus_topic: str | None = None,
+                 force: bool = False) -> list[Message]:
+        """Store ``messages``, summarize what falls outside the fresh tail, return the rebuilt context."""
+        before = estimate_messages_tokens_rough(messages)
+        base = CompressionReport(engine=self.name, outcome="skipped", messages_before=len(messages),
+                                 messages_after=len(messages), tokens_before=before, tokens_after=before)
+        placement = self.ingest(messages)
+        if placement is None:
+            self.last_report = CompressionReport(**{**base.__dict__, "reason": "empty conversation"})
+            return messages
+        summarizer = Summarizer(lambda: self.summary_writer, _extractive_writer)
+        roots, tail, summarized = self._rebuild(placement, summarizer, focus_topic)
+        head = [m for _, m in placement.head]
+        if not roots:
+            self.last_report = CompressionReport(**{**base.__dict__, "reason": "nothing to summarize: every "
+                                                    "message is in the head or the fresh tail"})
+            return messages
+        out = sanitize_tool_pairs(assemble(head, roots, tail))
+        after = estimate_messages_tokens_rough(out)
+        fits = after <= self.threshold_tokens
+        self.compression_count += 1
+        self.last_prompt_tokens = 0  # the last reported size described the uncompressed conversation
+        self.last_report = CompressionReport(
+            engine=self.name, outcome=_weakest(roots), messages_before=len(messages), messages_after=len(out),
+            tokens_before=before, tokens_after=after, messages_summarized=summarized,
+            summarizer_calls=summarizer.log.calls, summary=out[len(head)]["content"],
+            error="; ".join(summarizer.log.errors) or None,
+            reason=(f"{summarized} message(s) summarized into the store's DAG; {len(roots)} summary node(s) "
+                    f"in context, {len(tail)} tail message(s) kept"
+                    + ("" if fits else f"; still above the threshold ({after:,} > {self.threshold_tokens:,} "
+                                       "tokens): the head and the last group alone are that large")))
+        return out
+
+    def _rebuild(self, placement: Placement, summarizer: Summarizer,
+                 focus_topic: str | None) -> tuple[list[SummaryNode], list[Message], int]:
+        """Summarize until head + roots + tail fits the threshold (or cannot shrink); return roots, tail, count."""
+        budgets, options = self.context.budgets, self.options
+        session, head = placement.session, [m for _, m in placement.head]
+        roots = self.store.roots(session)
+        frontier = roots[-1].last_seq if roots else -1
+        live = [(seq, m) for seq, m in placement.rest if seq > frontier]
+        sizes = [estimate_message_tokens_rough(m) for _, m in live]
+        head_tokens = estimate_messages_tokens_rough(head)
+        role = summary_role_after(head[-1] if head else None)
+        tail_budget, floor, summarized, condensed_all = budgets.tail_token_budget, budgets.protect_last_n, 0, False
+        while True:
+            cut = fresh_tail_start([m for _, m in live], sizes, token_budget=tail_budget, min_messages=floor,
+                                   summary_role=role)
+            region = max(256, self.threshold_tokens - head_tokens - sum(sizes[cut:]) - SUMMARY_FRAME_TOKENS)
+            if cut > 0:
+                add_leaves(self.store, session, live[:cut], sizes[:cut],
+                           chunk_tokens=max(512, min(options.leaf_chunk_tokens, self.threshold_tokens // 2)),
+                           budget_tokens=max(64, min(options.leaf_summary_tokens, region // 4)),
+                           summarizer=summarizer, focus_topic=focus_topic)
+                summarized += cut
+                live, sizes = live[cut:], sizes[cut:]
+            roots = condense(self.store, session, fanin=options.condense_fanin, summarizer=summarizer,
+                             budget_tokens=max(64, min(options.condensed_summary_tokens, region // 2)))
+            if not roots:
+                return roots, [m for _, m in live], summarized
+            total = head_tokens + sum(r.tokens for r in roots) + SUMMARY_FRAME_TOKENS + sum(sizes)
+            if total <= self.threshold_tokens:
+                break
+            if len(roots) > 1 and not condensed_all:
+                condensed_all = True
+                roots = condense(self.store, session, fanin=options.condense_fanin, summarizer=summarizer,
+                                 budget_tokens=max(64, min(options.condensed_summary_tokens, region // 2)),
+                                 everything=True)
+                continue
+            if floor == 0 and tail_budget == 0:
+                break
+            floor, tail_budget, condensed_all = 0, tail_budget // 2 if tail_budget > 64 else 0, False
+        return roots, [m for _, m in live], summarized
+
+    # tools
+    def tools(self) -> list[dict[str, Any]]:
+        """Schemas of lcm_grep, lcm_describe and lcm_expand."""
+        return tool_schemas()
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any], messages: list[Message] | None = None) -> str | None:
+        """Answer an lcm tool call as JSON (storing ``messages`` first, so the newest turns are searchable)."""
+        if name not in TOOL_NAMES:
+            return None
+        if messages:
+            self.ingest(messages)
+        return run_tool(name, self.store, self.session, arguments, regex_timeout=self.options.regex_timeout)
+
+
+def _extractive_writer() -> SummaryWriter:
+    from ctxplug.summarizer.extractive import ExtractiveSummaryWriter
+
+    return ExtractiveSummaryWriter()
+
+
+def _weakest(roots: Sequence[SummaryNode]) -> Outcome:
+    """The report's outcome: the weakest way any summary in the context was written."""
+    outcomes = {root.outcome for root in roots}
+    weakest = next((o for o in _OUTCOME_ORDER if o in outcomes), "llm")
+    return "extractive" if weakest == "truncated" else weakest  # type: ignore[return-value]
