@@ -171,3 +171,28 @@ def test_register_uses_the_third_party_plugin_contract() -> None:
 
     register(Context())
     assert registered == {"compressor": CompressorEngine}
+
+
+def test_disabled_compression_only_runs_when_forced() -> None:
+    engine = make_engine(8_000, enabled=False)
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
+    for turn in range(20):
+        messages += [{"role": "assistant", "content": "x" * 800}, {"role": "user", "content": f"ok {turn}"}]
+    assert not engine.should_compress(10**9)
+    assert engine.compress(messages) is messages and "disabled" in (engine.last_report.reason or "")  # type: ignore[union-attr]
+    assert engine.compress(messages, force=True) is not messages
+
+
+def test_an_unexpected_writer_exception_aborts_and_backs_off() -> None:
+    class BrokenWriter:
+        def write(self, request: Any) -> Any:
+            raise KeyError("choices")
+
+    engine = make_engine(8_000, writer=BrokenWriter(), clock=FakeClock())
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "task"}]
+    for turn in range(20):
+        messages += [{"role": "assistant", "content": "x" * 800}, {"role": "user", "content": f"ok {turn}"}]
+    assert engine.compress(messages) is messages
+    report = engine.last_report
+    assert report is not None and report.outcome == "aborted" and "unexpected KeyError" in (report.error or "")
+    assert not engine.should_compress(10**9)

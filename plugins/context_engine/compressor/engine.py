@@ -6,6 +6,7 @@ summary, the back-off state, the report) and turns summary-writer failures into 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -19,6 +20,8 @@ from ctxplug.plugins.context_engine.compressor.handoff import unwrap_summaries
 from ctxplug.plugins.context_engine.compressor.prune import prune_tool_outputs
 from ctxplug.summarizer import SummaryRequest, SummaryResult, SummaryWriter
 from ctxplug.tokens import estimate_message_tokens_rough
+
+log = logging.getLogger("ctxplug")
 
 SUMMARY_RATIO = 0.20
 MIN_SUMMARY_TOKENS = 2_000
@@ -57,8 +60,13 @@ class CompressorEngine(ContextEngine):
         self._summary_writer = writer
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
-        """At the threshold (the last reported prompt size when None is given) and not backing off."""
-        return super().should_compress(prompt_tokens) and self.backoff.blocked_reason() is None
+        """At the threshold (the last reported prompt size when None is given), enabled, and not backing off."""
+        return super().should_compress(prompt_tokens) and self._blocked_reason() is None
+
+    def _blocked_reason(self) -> str | None:
+        if not self.context.config.compression.enabled:
+            return "compression is disabled (compression.enabled: false)"
+        return self.backoff.blocked_reason()
 
     def track_usage(self, usage: Any) -> None:
         """Record the usage; a real prompt size also judges whether the last compression was effective."""
@@ -81,7 +89,7 @@ class CompressorEngine(ContextEngine):
         sizes = sizes_of(messages)
         base = CompressionReport(engine=self.name, outcome="skipped", messages_before=len(messages),
                                  messages_after=len(messages), tokens_before=sum(sizes), tokens_after=sum(sizes))
-        blocked = None if force else self.backoff.blocked_reason()
+        blocked = None if force else self._blocked_reason()
         if blocked:
             return self._refuse(messages, replace(base, reason=blocked), strike=False)
         unwrapped = unwrap_summaries(messages)
@@ -95,9 +103,12 @@ class CompressorEngine(ContextEngine):
             return self._refuse(messages, replace(base, reason=reason), strike=not force)
         try:
             result = self._summarize(working, working_sizes, span, unwrapped.previous_summary, focus_topic)
-        except SummaryError as exc:
+        except Exception as exc:  # whatever the writer raised, nothing is dropped and the next try waits
+            kind = exc.kind if isinstance(exc, SummaryError) else f"unexpected {type(exc).__name__}"
+            log.warning("compressor: summary writer failed (%s: %s); conversation left unchanged", kind, exc,
+                        exc_info=not isinstance(exc, SummaryError))
             self.backoff.record_failure()
-            report = replace(base, outcome="aborted", error=f"{exc.kind}: {exc}",
+            report = replace(base, outcome="aborted", error=f"{kind}: {exc}",
                              reason="the summary writer failed; no message was dropped")
             return self._refuse(messages, report, strike=False)
         compressed = assemble(working, span, result.text, system_note=self.context.config.compression.system_note)
