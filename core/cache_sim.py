@@ -40,13 +40,13 @@ class BlockCounter:
     def __init__(self, count_text: Callable[[str], int] | None = None, *, model: str | None = None,
                  framing: int = BLOCK_FRAMING_TOKENS) -> None:
         self._count = count_text or (lambda text: count_tokens(text, model))
-        self._framing = framing
+        self.framing = framing
         self._known: dict[str, int] = {}
 
     def __call__(self, text: str) -> int:
         known = self._known.get(text)
         if known is None:
-            known = self._known[text] = self._count(text) + self._framing
+            known = self._known[text] = self._count(text) + self.framing
         return known
 
 
@@ -58,7 +58,7 @@ def _part_blocks(role: str, part: Any, count: BlockCounter) -> Iterator[tuple[st
         return
     if part.get("type") in ("image_url", "image", "input_image"):
         source = json.dumps({k: v for k, v in part.items() if k != "cache_control"}, sort_keys=True)
-        yield f"{role}|image|{source}", IMAGE_PART_TOKENS + count(""), marked
+        yield f"{role}|image|{source}", IMAGE_PART_TOKENS + count.framing, marked
     elif isinstance(part.get("text"), str) and part["text"].strip():
         yield f"{role}|text|{part['text']}", count(part["text"]), marked
 
