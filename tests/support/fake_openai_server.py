@@ -135,7 +135,9 @@ class FakeOpenAIServer:
         self.stopping = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _make_request_handler(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True)
+        # A short poll interval: shutdown() waits for one, and every test stops a server.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="fake-openai", daemon=True)
 
     @property
     def base_url(self) -> str:
@@ -210,8 +212,8 @@ def _make_request_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandl
     return RequestHandler
 
 
-@pytest.fixture
-def fake_openai() -> Iterator[FakeOpenAIServer]:
-    """A running `FakeOpenAIServer`; set ``fake_openai.handler`` to script it."""
+@pytest.fixture(name="fake_openai")
+def fake_openai_fixture() -> Iterator[FakeOpenAIServer]:
+    """A running `FakeOpenAIServer` as the ``fake_openai`` fixture (import this name); set its ``handler``."""
     with FakeOpenAIServer() as server:
         yield server
