@@ -37,6 +37,8 @@ from ctxplug.tokens import estimate_message_tokens_rough, estimate_messages_toke
 TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
 # what the summary message's guide and node headers cost beyond the node texts
 SUMMARY_FRAME_TOKENS = 200
+# below this a structured summary is all headings; the fit loop still cuts whatever does not fit
+MIN_SUMMARY_TOKENS = 200
 _OUTCOME_ORDER = ("truncated", "extractive", "chunked", "llm")
 
 
@@ -141,6 +143,11 @@ class LcmEngine(ContextEngine):
             return messages
         out = sanitize_tool_pairs(assemble(head, roots, tail))
         after = estimate_messages_tokens_rough(out)
+        if after >= before:
+            reason = (f"the context cannot shrink further ({after:,} >= {before:,} tokens): the head, the summary "
+                      "and the last group are all that is left")
+            self.last_report = CompressionReport(**{**base.__dict__, "reason": reason})
+            return messages
         fits = after <= self.threshold_tokens
         self.compression_count += 1
         self.last_prompt_tokens = 0  # the last reported size described the uncompressed conversation
@@ -171,15 +178,16 @@ class LcmEngine(ContextEngine):
             cut = fresh_tail_start([m for _, m in live], sizes, token_budget=tail_budget, min_messages=floor,
                                    summary_role=role)
             region = max(256, self.threshold_tokens - head_tokens - sum(sizes[cut:]) - SUMMARY_FRAME_TOKENS)
+            condensed_budget = max(MIN_SUMMARY_TOKENS, min(options.condensed_summary_tokens, region // 2))
             if cut > 0:
                 add_leaves(self.store, session, live[:cut], sizes[:cut],
                            chunk_tokens=max(512, min(options.leaf_chunk_tokens, self.threshold_tokens // 2)),
-                           budget_tokens=max(64, min(options.leaf_summary_tokens, region // 4)),
+                           budget_tokens=max(MIN_SUMMARY_TOKENS, min(options.leaf_summary_tokens, region // 4)),
                            summarizer=summarizer, focus_topic=focus_topic)
                 summarized += cut
                 live, sizes = live[cut:], sizes[cut:]
             roots = condense(self.store, session, fanin=options.condense_fanin, summarizer=summarizer,
-                             budget_tokens=max(64, min(options.condensed_summary_tokens, region // 2)))
+                             budget_tokens=condensed_budget)
             if not roots:
                 return roots, [m for _, m in live], summarized
             total = head_tokens + sum(r.tokens for r in roots) + SUMMARY_FRAME_TOKENS + sum(sizes)
@@ -188,8 +196,7 @@ class LcmEngine(ContextEngine):
             if len(roots) > 1 and not condensed_all:
                 condensed_all = True
                 roots = condense(self.store, session, fanin=options.condense_fanin, summarizer=summarizer,
-                                 budget_tokens=max(64, min(options.condensed_summary_tokens, region // 2)),
-                                 everything=True)
+                                 budget_tokens=condensed_budget, everything=True)
                 continue
             if floor == 0 and tail_budget == 0:
                 break

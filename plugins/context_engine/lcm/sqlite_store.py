@@ -225,7 +225,9 @@ class SQLiteStore:
         try:
             rows = self._read(sql, params)
         except sqlite3.OperationalError as exc:
-            raise QuerySyntaxError(f"invalid full-text query {query!r}: {exc}") from None
+            raise QuerySyntaxError(f"invalid full-text query {query!r}: {exc}; FTS5 syntax: words, \"a phrase\", "
+                                   "prefix*, AND/OR/NOT, NEAR(a b); put words with punctuation in double "
+                                   "quotes") from None
         return [_hit(r) for r in rows]
 
     def recent(self, session: str | None, limit: int) -> list[SearchHit]:
