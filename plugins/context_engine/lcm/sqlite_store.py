@@ -97,11 +97,14 @@ class SQLiteStore:
         next_id = db.execute("SELECT coalesce(max(id), 0) + 1 FROM messages").fetchone()[0]
         now = self.clock()
         inserts, placed = [], []
+        diverged = False
         for seq, role, digest, tokens, body, message in rows:
-            if existing.get(seq) == digest:
+            if not diverged and existing.get(seq) == digest:
                 placed.append(seq)
                 continue
-            # a new message, or history the host edited: append, never overwrite what is stored
+            # a new message, or history the host edited: append, never overwrite what is stored; after an edit
+            # the rest of the batch follows it, so the session's seqs keep the batch's order
+            diverged = diverged or seq in existing
             seq, next_seq = next_seq, next_seq + 1
             existing[seq] = digest
             inserts.append((next_id, sid, seq, role, digest, now, tokens, body))

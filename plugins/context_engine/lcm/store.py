@@ -92,7 +92,8 @@ class LcmStore(Protocol):
         """Store ``(seq, message)`` entries in one transaction and return each one's seq.
 
         An entry whose seq already holds the same message is not stored again; one whose seq holds a different
-        message (history edited by the host) is stored as new at the session's end, so nothing stored changes.
+        message (history edited by the host) is stored as new at the session's end, and so is every entry after it
+        in the batch, so nothing stored changes and the seqs keep the batch's order.
         """
         ...
 
