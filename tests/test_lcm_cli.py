@@ -27,7 +27,8 @@ def store_file(tmp_path: Path) -> tuple[Path, list[str]]:
     return path, summary_nodes(out)
 
 
-def test_grep_prints_hits_with_their_node(store_file: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+def test_grep_prints_hits_with_their_node(store_file: tuple[Path, list[str]],
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     path, _ = store_file
     assert main(["lcm", "grep", "wombatical", "--db", str(path)]) == 0
     (line,) = capsys.readouterr().out.splitlines()

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 from support.lcm_engines import make_lcm_host, tool
@@ -57,7 +58,7 @@ def test_sigkill_mid_ingestion_loses_no_acknowledged_message(tmp_path: Path) -> 
     # the next run continues where the store is, and search still finds the survivors
     resumed_at = max(stored) + 1
     rerun = _writer(path, "killed", resumed_at, 3)
-    out, err = rerun.communicate(timeout=60)
+    _, err = rerun.communicate(timeout=60)
     assert rerun.returncode == 0, err
     assert store.message_count("killed") == resumed_at + 15
     assert store.search(f'"turn {len(acknowledged) // 5 - 1}"', "killed", 5, 0)
@@ -75,7 +76,7 @@ def test_two_processes_write_one_file_at_once(tmp_path: Path) -> None:
     assert store.message_count("left") == store.message_count("right") == 7_500
     raw = sqlite3.connect(path)
     order = [row[0] for row in raw.execute("SELECT sid FROM messages ORDER BY id")]
-    switches = sum(1 for a, b in zip(order, order[1:], strict=False) if a != b)
+    switches = sum(1 for a, b in pairwise(order) if a != b)
     assert switches > 10, "the two writers really did write at the same time"
     assert len(store.search("left", None, 50, 0)) == 50 and not store.search("left", "right", 5, 0)
 
