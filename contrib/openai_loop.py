@@ -107,7 +107,7 @@ class ManagedChat:
         sent as JSON). ``stream=True`` streams each response (``on_chunk`` sees every chunk) and still reports its
         usage. ``create_kwargs`` go to ``chat.completions.create`` as they are (temperature, max_tokens…).
         """
-        for fixed in ("model", "messages", "tools", "stream_options"):
+        for fixed in ("model", "stream_options"):
             if fixed in create_kwargs:
                 raise CtxplugError(f"ManagedChat.run: pass {fixed!r} {_WHERE[fixed]}, not as a create() argument")
         engine_schemas = self.engine.tools()
@@ -216,8 +216,6 @@ class ManagedChat:
 
 _WHERE = {
     "model": "to ManagedChat(model=...) (the engine's budgets are sized for it)",
-    "messages": "as run()'s first argument",
-    "tools": "as run(tools=...) (the engine's tools are added to them)",
     "stream_options": "nowhere: stream=True asks for usage itself",
 }
 

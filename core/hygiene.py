@@ -20,9 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ctxplug.tokens import estimate_messages_tokens_rough
-
 from ctxplug.host import EngineHost
+from ctxplug.tokens import estimate_messages_tokens_rough
 
 if TYPE_CHECKING:
     from ctxplug.engine import CompressionReport, Message
