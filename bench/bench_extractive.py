@@ -10,7 +10,9 @@ in the span and nowhere in the kept head or tail:
 - commands: the shell command of every tool call with a ``command``/``cmd`` argument (editor sub-commands such as
   ``view`` excluded); kept when its first 60 characters appear in the summary;
 - error lines: output lines naming an error (``...Error``, ``Exception``, ``error:``, ``FAILED``, ``fatal:``,
-  ``Traceback``, ``No such file``, ``command not found``); kept when their first 80 characters appear.
+  ``Traceback``, ``No such file``, ``command not found``), except in the output of a file view (``view``, or a
+  tool named read/view/open/cat) longer than 3 lines: that is source code that names an error class, not an error
+  that happened; kept when their first 80 characters appear.
 Two pipelines: the writer on the raw span, and the writer on the span after the compressor's prune phase (what
 the engine really hands it). Summaries are capped at 8,000 characters (budget 2,000 tokens) and checked.
 QA: on the tau-bench fact questions, the share of questions whose evidence lies in the span and whose answer is
@@ -24,6 +26,7 @@ import re
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +62,7 @@ def text_of(message: Message) -> str:
 def span_items(messages: list[Message]) -> dict[str, set[str]]:
     """Paths, commands and error lines that a span contains."""
     found: dict[str, set[str]] = {"paths": set(), "commands": set(), "errors": set()}
+    file_views: set[str] = set()
     for message in messages:
         for call in message.get("tool_calls") or []:
             try:
@@ -67,6 +71,8 @@ def span_items(messages: list[Message]) -> dict[str, set[str]]:
                 continue
             if not isinstance(args, dict):
                 continue
+            if args.get("command") == "view" or re.search(r"read|view|open|cat", call["function"]["name"]):
+                file_views.add(call["id"])
             for key in PATH_KEYS:
                 if isinstance(args.get(key), str) and args[key].strip():
                     found["paths"].add(args[key].strip())
@@ -75,14 +81,18 @@ def span_items(messages: list[Message]) -> dict[str, set[str]]:
                 found["commands"].add(command.strip())
         text = text_of(message)
         found["paths"].update(SLASH_PATH.findall(text))
-        if message.get("role") == "tool":
+        viewed = message.get("tool_call_id") in file_views and text.count("\n") >= 3
+        if message.get("role") == "tool" and not viewed:
             found["errors"].update(line.strip() for line in text.splitlines() if ERROR.search(line) and line.strip())
     return found
 
 
-def retention(messages: list[Message], context_length: int, writer: ExtractiveSummaryWriter) -> dict[str, Any] | None:
+def retention(messages: list[Message], context_length: int, writer: ExtractiveSummaryWriter,
+              protect_last_n: int = 20) -> dict[str, Any] | None:
     """Kept/total per kind for the compressor's span of ``messages``, raw and pruned."""
-    budgets = compute_budgets(Config(), context_length=context_length)
+    config = Config()
+    config = replace(config, compression=replace(config.compression, protect_last_n=protect_last_n))
+    budgets = compute_budgets(config, context_length=context_length)
     span = find_span(messages, sizes_of(messages), protect_first_n=budgets.protect_first_n,
                      tail_token_budget=budgets.tail_token_budget, protect_last_n=budgets.protect_last_n)
     if span is None:
@@ -159,18 +169,21 @@ def _share(pairs: list[tuple[int, int]]) -> str:
 def main() -> int:
     writer = ExtractiveSummaryWriter()
     conversations = corpus_conversations()
-    cases = [(f"corpus #{i}", c, 8_000) for i, c in enumerate(conversations)]
-    cases += [(f"session {n}", concatenated(conversations, n), ctx) for n, ctx in ((200, 32_000), (1_000, 128_000))]
+    cases = [(f"corpus #{i}", c, 8_000, 20) for i, c in enumerate(conversations)]
+    cases += [(f"corpus4 #{i}", c, 8_000, 4) for i, c in enumerate(conversations)]
+    cases += [(f"session {n}", concatenated(conversations, n), ctx, 20) for n, ctx in ((200, 32_000), (1_000, 128_000))]
     rows = []
-    for name, messages, context_length in cases:
-        result = retention(messages, context_length, writer)
+    for name, messages, context_length, protect_last_n in cases:
+        result = retention(messages, context_length, writer, protect_last_n)
         if result is not None:
             rows.append((name, result))
     print(f"extractive summary <= {MAX_CHARS:,} chars; items only in the compressor's span")
     for label in ("raw", "pruned"):
-        corpus_rows = [r for n, r in rows if n.startswith("corpus")]
-        print(f"{label:>6} corpus ({len(corpus_rows)} spans): " + "  ".join(
-            f"{kind} {_share([r[label][kind] for r in corpus_rows])}" for kind in ("paths", "commands", "errors")))
+        for prefix, what in (("corpus #", "corpus, protect_last_n=20"), ("corpus4 #", "corpus, protect_last_n=4")):
+            corpus_rows = [r for n, r in rows if n.startswith(prefix)]
+            print(f"{label:>6} {what} ({len(corpus_rows)} spans, {sum(r['span'] for r in corpus_rows)} messages): "
+                  + "  ".join(f"{kind} {_share([r[label][kind] for r in corpus_rows])}"
+                              for kind in ("paths", "commands", "errors")))
         for name, result in rows:
             if name.startswith("session"):
                 print(f"{label:>6} {name} (span {result['span']} messages): " + "  ".join(

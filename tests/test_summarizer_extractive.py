@@ -56,7 +56,7 @@ def test_the_artifact_trail_is_kept() -> None:
     assert '"Make the parser accept trailing commas. Do not change the public API."' in text
     assert '"Also keep the error messages in English."' in text
     assert "written: /repo/src/parser.py" in text
-    assert "ran `cd /repo && python -m pytest tests/test_parser.py -q` -> exit 1" in text
+    assert "- `cd /repo && python -m pytest tests/test_parser.py -q` -> exit 1" in text
     assert "ValueError: unexpected ',' at 7" in text
     assert "The root cause is the tokenizer" in text  # a decision
     assert "Do not change the public API." in text.split("## Constraints & Preferences")[1].split("## Progress")[0]
@@ -96,7 +96,7 @@ def test_secrets_are_redacted() -> None:
 
 def test_focus_topic_wins_space_when_the_budget_is_short() -> None:
     span = [{"role": "user", "content": f"task {i}: update the report layout for team {i}"} for i in range(80)]
-    span.insert(20, {"role": "user", "content": "the migration of the billing database must keep old invoices"})
+    span.insert(20, {"role": "user", "content": "the migration of the billing database comes next, with the old invoices"})
     without = write(span, budget=300)
     focused = write(span, budget=300, focus_topic="billing migration")
     assert "billing database" not in without and "billing database" in focused

@@ -19,7 +19,9 @@ from ctxplug.summarizer.ledger import CommandRun, Ledger, read_ledger
 from ctxplug.tokens import estimate_text_tokens_rough
 
 REQUEST_MAX_CHARS = 600
+REQUEST_MIN_CHARS = 160
 COMMAND_MAX_CHARS = 160
+SOURCE_MAX_CHARS = 48
 ITEM_MAX_CHARS = 300
 ELLIPSIS = " […] "
 _EMPTY = ["- (none)"]
@@ -40,9 +42,11 @@ _LAYOUT: tuple[tuple[str, str], ...] = (
 )
 # Share of the budget each section may take before the leftovers are shared out (in this order of priority).
 _SHARES: tuple[tuple[str, float], ...] = (
-    (GOAL, 0.22), (CRITICAL, 0.20), (DONE, 0.20), (FILES, 0.14), (BLOCKED, 0.05), (IN_PROGRESS, 0.05),
+    (GOAL, 0.18), (CRITICAL, 0.22), (DONE, 0.24), (FILES, 0.12), (BLOCKED, 0.05), (IN_PROGRESS, 0.05),
     (NEXT, 0.04), (CONSTRAINTS, 0.05), (DECISIONS, 0.05),
 )
+# Successive passes over the shares: the first gives each section its share, later ones grow all shares alike.
+_SHARE_SCALES = (1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 _HEADING = re.compile(r"^#{1,4}\s*(.+?)\s*:?\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 # Headings of other writers (the LLM's, older versions) mapped onto this template when merging.
@@ -72,7 +76,7 @@ class ExtractiveSummaryWriter:
         ledger = read_ledger(request.messages)
         # Redacted before sizing, so the budget holds for the text that is returned.
         items = [_Item(i.section, redact_secrets(i.text), i.rank)
-                 for i in _previous_items(request.previous_summary) + _ledger_items(ledger)]
+                 for i in _previous_items(request.previous_summary) + _ledger_items(ledger, request.budget_tokens)]
         focus = _focus_words(request.focus_topic)
         if focus:
             items = [_Item(i.section, i.text, i.rank - 1000) if _mentions(i.text, focus) else i for i in items]
@@ -80,14 +84,18 @@ class ExtractiveSummaryWriter:
         return _render(chosen)
 
 
-def _ledger_items(ledger: Ledger) -> list[_Item]:
+def _ledger_items(ledger: Ledger, budget_tokens: int) -> list[_Item]:
     items: list[_Item] = []
     requests = ledger.requests
+    # Many requests share the Goal's part of the budget: each is cut shorter so that more of them fit.
+    goal_chars = int(budget_tokens * 4 * dict(_SHARES)[GOAL])
+    request_chars = max(REQUEST_MIN_CHARS, min(REQUEST_MAX_CHARS, goal_chars // max(1, len(requests))))
     if requests:
         # The first request says what the session is for, the last what is wanted now: both outrank the rest.
         for index, text in enumerate(requests):
             first_or_last = index in (0, len(requests) - 1)
-            items.append(_Item(GOAL, f"{index + 1}. {_quote(text, REQUEST_MAX_CHARS)}",
+            limit = REQUEST_MAX_CHARS if first_or_last else request_chars
+            items.append(_Item(GOAL, f"{index + 1}. {_quote(text, limit)}",
                                0 if first_or_last else 10 + len(requests) - index))
     for rank, sentence in enumerate(_unique(ledger.constraints)):
         items.append(_Item(CONSTRAINTS, f"- {_shorten(sentence, ITEM_MAX_CHARS)}", rank))
@@ -96,7 +104,7 @@ def _ledger_items(ledger: Ledger) -> list[_Item]:
         items.append(_Item(DONE, f"- {_shorten(action, ITEM_MAX_CHARS)}", 500 + rank))
     if ledger.last_assistant:
         items.append(_Item(IN_PROGRESS, f"- Last state: {_shorten(ledger.last_assistant, 700)}", 0))
-    errors = _unique(ledger.errors)
+    errors = [f"{line} (from `{_shorten(source, SOURCE_MAX_CHARS)}`)" for line, source in ledger.errors.items()]
     if errors and ledger.last_was_error:
         items.append(_Item(BLOCKED, f"- {errors[-1]}", 0))
     for rank, error in enumerate(reversed(errors)):
@@ -128,7 +136,7 @@ def _command_items(commands: Sequence[CommandRun]) -> list[_Item]:
         repeated = f" (x{counts[run.command]})" if counts[run.command] > 1 else ""
         failed = run.status not in (None, "exit 0")
         rank = (len(ordered) - position) // (2 if failed else 1)
-        items.append(_Item(DONE, f"- ran `{_shorten(run.command, COMMAND_MAX_CHARS)}`{status}{repeated}", rank))
+        items.append(_Item(DONE, f"- `{_shorten(run.command, COMMAND_MAX_CHARS)}`{status}{repeated}", rank))
     return items
 
 
@@ -174,7 +182,11 @@ def _section_named(title: str) -> str:
 
 
 def _fit(items: list[_Item], budget_tokens: int) -> list[_Item]:
-    """The items that fit: each section first up to its share, then the leftovers by section priority."""
+    """The items that fit: each section up to its share, then the shares grow together over what is left.
+
+    Growing every share at once (instead of handing leftovers to one section) keeps a span with 150 user
+    requests from starving its commands and errors.
+    """
     frame = sum(estimate_text_tokens_rough(prefix + name) + 1 + estimate_text_tokens_rough(_EMPTY[0]) + 1
                 for prefix, name in _LAYOUT)
     available = max(0, budget_tokens - frame)
@@ -183,20 +195,17 @@ def _fit(items: list[_Item], budget_tokens: int) -> list[_Item]:
     for item in sorted(items, key=lambda i: i.rank):
         by_section.setdefault(item.section, []).append(item)
     chosen: set[int] = set()
+    used = dict.fromkeys(by_section, 0)
     spent = 0
-    for section, share in _SHARES:
-        quota = int(available * share)
-        used = 0
-        for item in by_section.get(section, []):
-            if used + cost[id(item)] <= quota:
-                chosen.add(id(item))
-                used += cost[id(item)]
-        spent += used
-    for section, _ in _SHARES:
-        for item in by_section.get(section, []):
-            if id(item) not in chosen and spent + cost[id(item)] <= available:
-                chosen.add(id(item))
-                spent += cost[id(item)]
+    for scale in _SHARE_SCALES:
+        for section, share in _SHARES:
+            quota = int(available * share * scale)
+            for item in by_section.get(section, []):
+                price = cost[id(item)]
+                if id(item) not in chosen and used[section] + price <= quota and spent + price <= available:
+                    chosen.add(id(item))
+                    used[section] += price
+                    spent += price
     return [item for item in items if id(item) in chosen]
 
 

@@ -51,16 +51,26 @@ _CONSTRAINT = re.compile(r"\b(?:must|never|always|don't|do not|should not|should
 _PLAN = re.compile(r"\b(?:next|then|i'll|i will|we'll|we will|need to|let me|todo|remaining|still)\b",
                    re.IGNORECASE)
 _FACT_VALUE_MAX = 60
+ERROR_LINE_MAX_CHARS = 200
+_SHORT_ANSWER_LINES = 3
 _FACTS_PER_OUTPUT = 40
 
 
 @dataclass
 class CommandRun:
-    """A shell command the agent ran, how it ended (``exit N``, ``error`` or unknown), and its key error line."""
+    """A shell command the agent ran and how it ended (``exit N``, ``error``, or None when the output did not say)."""
 
     command: str
     status: str | None = None
-    error: str | None = None
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A tool call waiting for its output: its name, the shell command it ran, whether it shows a file."""
+
+    name: str
+    run: CommandRun | None = None
+    shows_file: bool = False
 
 
 @dataclass
@@ -72,7 +82,7 @@ class Ledger:
     files: dict[str, set[str]] = field(default_factory=dict)
     commands: list[CommandRun] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)  # error line -> what printed it, latest last
     decisions: list[str] = field(default_factory=list)
     plans: list[str] = field(default_factory=list)
     facts: list[str] = field(default_factory=list)
@@ -90,7 +100,7 @@ class Ledger:
 def read_ledger(messages: Sequence[Message]) -> Ledger:
     """The ledger of ``messages``: pure, deterministic, no network."""
     ledger = Ledger()
-    pending: dict[str, tuple[str, CommandRun | None]] = {}
+    pending: dict[str, _Call] = {}
     for message in messages:
         role = message.get("role")
         text = content_text(message)
@@ -100,8 +110,8 @@ def read_ledger(messages: Sequence[Message]) -> Ledger:
             _read_assistant(ledger, message, text, pending)
         elif role == "tool":
             call_id = str(message.get("tool_call_id") or "")
-            name, run = pending.pop(call_id, (str(message.get("name") or "tool"), None))
-            _read_tool_output(ledger, name, text, run)
+            call = pending.pop(call_id, None) or _Call(str(message.get("name") or "tool"))
+            _read_tool_output(ledger, call, text)
     return ledger
 
 
@@ -117,7 +127,7 @@ def _read_user(ledger: Ledger, text: str) -> None:
 
 
 def _read_assistant(ledger: Ledger, message: Message, text: str,
-                    pending: dict[str, tuple[str, CommandRun | None]]) -> None:
+                    pending: dict[str, _Call]) -> None:
     text = text.strip()
     if text:
         ledger.last_assistant = text
@@ -132,14 +142,14 @@ def _read_assistant(ledger: Ledger, message: Message, text: str,
         function: dict[str, Any] = raw_function if isinstance(raw_function, dict) else {}
         name = str(function.get("name") or "tool")
         args = _arguments(function.get("arguments"))
-        run = _read_call(ledger, name, args)
+        record = _read_call(ledger, name, args)
         call_id = tool_call_id(call)
         if call_id:
-            pending[call_id] = (name, run)
+            pending[call_id] = record
 
 
-def _read_call(ledger: Ledger, name: str, args: dict[str, Any]) -> CommandRun | None:
-    """Record one tool call; returns the command run it starts, if it is a shell command."""
+def _read_call(ledger: Ledger, name: str, args: dict[str, Any]) -> _Call:
+    """Record one tool call; the returned record tells how to read its output."""
     lowered = name.lower()
     sub = str(args.get("command", "")).strip().lower()
     paths = [str(args[key]) for key in _PATH_ARGS if isinstance(args.get(key), str) and args[key].strip()]
@@ -148,7 +158,7 @@ def _read_call(ledger: Ledger, name: str, args: dict[str, Any]) -> CommandRun | 
         for path in paths:
             ledger.touch(path.strip(), action)
         ledger.actions.append(f"{name} {sub} {' '.join(paths)}".strip())
-        return None
+        return _Call(name, shows_file=sub in _EDITOR_READ)
     for key in _COMMAND_ARGS:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
@@ -157,24 +167,28 @@ def _read_call(ledger: Ledger, name: str, args: dict[str, Any]) -> CommandRun | 
                 ledger.touch(path, "written" if _writes(command, path) else "read")
             run = CommandRun(command)
             ledger.commands.append(run)
-            return run
+            return _Call(name, run)
     action = ("written" if any(w in lowered for w in _WRITE_TOOL_WORDS)
               else "read" if any(w in lowered for w in _READ_TOOL_WORDS) else "mentioned")
     for path in paths:
         ledger.touch(path.strip(), action)
     ledger.actions.append(_describe_call(name, args))
-    return None
+    return _Call(name, shows_file=action == "read" and bool(paths))
 
 
-def _read_tool_output(ledger: Ledger, name: str, text: str, run: CommandRun | None) -> None:
-    errors = [line.strip() for line in ERROR_LINE.findall(text) if line.strip()]
+def _read_tool_output(ledger: Ledger, call: _Call, text: str) -> None:
+    run, name = call.run, call.name
+    # A file's contents mention "SyntaxError" in its code; only a short answer to a read is an error (not found).
+    scan = text if not call.shows_file or text.count("\n") < _SHORT_ANSWER_LINES else ""
+    errors = [line.strip()[:ERROR_LINE_MAX_CHARS] for line in ERROR_LINE.findall(scan) if line.strip()]
     ledger.last_was_error = bool(errors)
+    source = run.command.splitlines()[0] if run else name
     for line in errors:
-        ledger.errors.append(f"{line[:200]} (from {run.command.splitlines()[0][:80] if run else name})")
+        ledger.errors.pop(line, None)
+        ledger.errors[line] = source
     if run is not None:
         status = _EXIT_STATUS.search(text)
         run.status = f"exit {status.group(1)}" if status else ("error" if errors else None)
-        run.error = errors[-1][:200] if errors else None
     for path in _PATH.findall(text):
         ledger.touch(path, "mentioned")
     facts = _json_facts(text)
