@@ -23,6 +23,8 @@ _EXPORTS = {
     "load_engine": "ctxplug.registry",
     "register_context_engine": "ctxplug.registry",
     "available_engines": "ctxplug.registry",
+    "unregister_context_engine": "ctxplug.registry",
+    "EngineInfo": "ctxplug.registry",
     # configuration
     "Config": "ctxplug.config",
     "load_config": "ctxplug.config",
@@ -54,6 +56,8 @@ _EXPORTS = {
     "ConversationError": "ctxplug.errors",
     "EngineNotFoundError": "ctxplug.errors",
     "PluginLoadError": "ctxplug.errors",
+    "DuplicateEngineError": "ctxplug.errors",
+    "InvalidEngineNameError": "ctxplug.errors",
     "SummaryError": "ctxplug.errors",
 }
 
@@ -84,7 +88,9 @@ if TYPE_CHECKING:
         ConfigError,
         ConversationError,
         CtxplugError,
+        DuplicateEngineError,
         EngineNotFoundError,
+        InvalidEngineNameError,
         PluginLoadError,
         SummaryError,
     )
@@ -93,6 +99,12 @@ if TYPE_CHECKING:
     from ctxplug.hygiene import HygieneDecision, HygieneOutcome, SessionHygiene, apply_hygiene, assess_session
     from ctxplug.messages import sanitize_tool_pairs
     from ctxplug.models import ModelInfo, context_length_for, lookup_model
-    from ctxplug.registry import available_engines, load_engine, register_context_engine
+    from ctxplug.registry import (
+        EngineInfo,
+        available_engines,
+        load_engine,
+        register_context_engine,
+        unregister_context_engine,
+    )
     from ctxplug.tokens import IncrementalTokenCounter, count_tokens, estimate_messages_tokens_rough
     from ctxplug.usage import Usage, normalize_usage
