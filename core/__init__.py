@@ -50,6 +50,13 @@ _EXPORTS = {
     "SessionHygiene": "ctxplug.hygiene",
     "HygieneDecision": "ctxplug.hygiene",
     "HygieneOutcome": "ctxplug.hygiene",
+    # summaries
+    "SummaryRequest": "ctxplug.summarizer",
+    "SummaryResult": "ctxplug.summarizer",
+    "SummaryWriter": "ctxplug.summarizer",
+    "make_summary_writer": "ctxplug.summarizer",
+    "ExtractiveSummaryWriter": "ctxplug.summarizer.extractive",
+    "redact_secrets": "ctxplug.redact",
     # errors
     "CtxplugError": "ctxplug.errors",
     "ConfigError": "ctxplug.errors",
@@ -99,6 +106,7 @@ if TYPE_CHECKING:
     from ctxplug.hygiene import HygieneDecision, HygieneOutcome, SessionHygiene, apply_hygiene, assess_session
     from ctxplug.messages import sanitize_tool_pairs
     from ctxplug.models import ModelInfo, context_length_for, lookup_model
+    from ctxplug.redact import redact_secrets
     from ctxplug.registry import (
         EngineInfo,
         available_engines,
@@ -106,5 +114,7 @@ if TYPE_CHECKING:
         register_context_engine,
         unregister_context_engine,
     )
+    from ctxplug.summarizer import SummaryRequest, SummaryResult, SummaryWriter, make_summary_writer
+    from ctxplug.summarizer.extractive import ExtractiveSummaryWriter
     from ctxplug.tokens import IncrementalTokenCounter, count_tokens, estimate_messages_tokens_rough
     from ctxplug.usage import Usage, normalize_usage
