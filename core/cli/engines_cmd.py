@@ -54,10 +54,10 @@ def engine_lines(facts: dict[str, Any], engines: list[EngineInfo]) -> list[str]:
         status = "selected" if info.selected else "shadowed" if info.shadowed else "available"
         rows.append(("*" if info.selected else "", info.name, status, info.origin, info.location))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    infos: list[EngineInfo | None] = [None, *engines]  # the header row has no engine
-    for row, info in zip(rows, infos, strict=True):
+    notes = [None, *(info.note for info in engines)]  # the header row has no note
+    for row, note in zip(rows, notes, strict=True):
         head = "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True))
         lines.append(f"{head}  {row[4]}")
-        if info is not None and info.note:
-            lines.append(" " * (len(head) + 2) + f"({info.note})")
+        if note:
+            lines.append(" " * (len(head) + 2) + f"({note})")
     return lines
