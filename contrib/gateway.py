@@ -107,25 +107,28 @@ class Turn:
         return list(self._session.messages)
 
     def save(self, history: Sequence[Message], *, usage: Any = None) -> None:
-        """Persist ``history`` as the session's transcript; ``usage`` is the last response's (for hygiene).
+        """Persist ``history`` as the session's transcript; ``usage`` is that of the response ``history`` ends with.
 
         A history that extends the saved one is appended; any other (the agent's engine compressed it) replaces
-        the transcript, whose old rows are archived.
+        the transcript, whose old rows are archived. The usage's prompt covered every message but the last (the
+        reply); hygiene adds an estimate for whatever is stored after it.
         """
-        saved = self._session.messages
+        session = self._session
         tokens = normalize_usage(usage).prompt_tokens or None
-        if _extends(history, saved):
-            added = list(history[len(saved):])
+        covered = len(history) - 1 if tokens else None
+        if _extends(history, session.messages):
+            added = list(history[len(session.messages):])
             if not added and tokens is None:
                 return
-            version = self._store.append(self.session_id, added, prompt_tokens=tokens)
-            prompt_tokens = tokens or self._session.last_prompt_tokens
-            generation = self._session.generation
+            version = self._store.append(self.session_id, added, prompt_tokens=tokens, prompt_messages=covered)
+            generation = session.generation
+            if tokens is None:
+                tokens, covered = session.last_prompt_tokens, session.prompt_messages
         else:
-            version = self._store.replace(self.session_id, history, based_on_version=self._session.version,
-                                          prompt_tokens=tokens)
-            prompt_tokens, generation = tokens, self._session.generation + 1
-        self._session = StoredSession(self.session_id, list(history), version, generation, prompt_tokens)
+            version = self._store.replace(self.session_id, history, based_on_version=session.version,
+                                          prompt_tokens=tokens, prompt_messages=covered)
+            generation = session.generation + 1
+        self._session = StoredSession(self.session_id, list(history), version, generation, tokens, covered)
 
 
 class Gateway:
@@ -152,7 +155,8 @@ class Gateway:
             session = self.store.load(session_id)
             outcome = self.hygiene.run(
                 session_id, session.messages, lambda: self.engine_for(session_id),
-                reported_prompt_tokens=session.last_prompt_tokens, tools=self.tools,
+                reported_prompt_tokens=session.last_prompt_tokens, reported_messages=session.prompt_messages,
+                tools=self.tools,
             )
             if outcome.compressed:
                 session = self._replace(session, outcome.messages)

@@ -31,6 +31,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     version INTEGER NOT NULL DEFAULT 0,
     generation INTEGER NOT NULL DEFAULT 0,
     last_prompt_tokens INTEGER,
+    prompt_messages INTEGER,
     updated_at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS messages (
@@ -56,7 +57,8 @@ class StoredSession:
     ``version`` counts every message ever written to the session (it changes on every write, so it tells whether
     a replacement is still based on the latest state); ``generation`` counts the replacements (compressions);
     ``last_prompt_tokens`` is the prompt size the API reported for the latest response, or None when unknown or
-    stale (after a replacement).
+    stale (after a replacement); ``prompt_messages`` is how many leading messages that prompt covered (those
+    written later, such as its reply, are not in it).
     """
 
     session_id: str
@@ -64,6 +66,7 @@ class StoredSession:
     version: int = 0
     generation: int = 0
     last_prompt_tokens: int | None = None
+    prompt_messages: int | None = None
 
 
 class SessionStore(ABC):
@@ -74,19 +77,21 @@ class SessionStore(ABC):
         """The session's active transcript (an empty session when it does not exist yet)."""
 
     @abstractmethod
-    def append(self, session_id: str, messages: Sequence[Message], *, prompt_tokens: int | None = None) -> int:
-        """Add messages at the end, atomically and in order; record the reported prompt size when given.
+    def append(self, session_id: str, messages: Sequence[Message], *, prompt_tokens: int | None = None,
+               prompt_messages: int | None = None) -> int:
+        """Add messages at the end, atomically and in order; returns the session's new version.
 
-        Returns the session's new version.
+        ``prompt_tokens`` (a response's reported prompt size) and ``prompt_messages`` (how many leading messages of
+        the transcript that prompt covered) are recorded for hygiene when given.
         """
 
     @abstractmethod
     def replace(self, session_id: str, messages: Sequence[Message], *, based_on_version: int,
-                prompt_tokens: int | None = None) -> int:
+                prompt_tokens: int | None = None, prompt_messages: int | None = None) -> int:
         """Archive the active transcript and make ``messages`` the new one (a compression); returns the new version.
 
-        ``prompt_tokens`` is the reported prompt size that describes the new transcript, if one does (else the
-        stored size is cleared: it described the old one). Raises `SessionConflictError` when the session's
+        ``prompt_tokens`` / ``prompt_messages`` describe a reported prompt of the new transcript, if there is one
+        (else the stored size is cleared: it described the old one). Raises `SessionConflictError` when the session's
         version is no longer ``based_on_version``.
         """
 
@@ -119,7 +124,8 @@ class SQLiteSessionStore(SessionStore):
         db.execute("BEGIN")  # one snapshot for the session row and its messages
         try:
             row = db.execute(
-                "SELECT version, generation, last_prompt_tokens FROM sessions WHERE session_id = ?", (session_id,)
+                "SELECT version, generation, last_prompt_tokens, prompt_messages FROM sessions WHERE session_id = ?",
+                (session_id,),
             ).fetchone()
             bodies = db.execute(
                 "SELECT body FROM messages WHERE session_id = ? AND active = 1 ORDER BY seq", (session_id,)
@@ -128,9 +134,10 @@ class SQLiteSessionStore(SessionStore):
             db.execute("COMMIT")
         if row is None:
             return StoredSession(session_id)
-        return StoredSession(session_id, [json.loads(body) for (body,) in bodies], row[0], row[1], row[2])
+        return StoredSession(session_id, [json.loads(body) for (body,) in bodies], *row)
 
-    def append(self, session_id: str, messages: Sequence[Message], *, prompt_tokens: int | None = None) -> int:
+    def append(self, session_id: str, messages: Sequence[Message], *, prompt_tokens: int | None = None,
+               prompt_messages: int | None = None) -> int:
         encoded = [_encode(message) for message in messages]
         with self._write() as db:
             version, generation = self._session_row(db, session_id)
@@ -139,15 +146,18 @@ class SQLiteSessionStore(SessionStore):
                 [(session_id, version + offset, generation, body) for offset, body in enumerate(encoded, 1)],
             )
             version += len(encoded)
-            db.execute(
-                "UPDATE sessions SET version = ?, last_prompt_tokens = COALESCE(?, last_prompt_tokens), "
-                "updated_at = ? WHERE session_id = ?",
-                (version, _reported(prompt_tokens), time.time(), session_id),
-            )
+            if _reported(prompt_tokens) is None:
+                db.execute("UPDATE sessions SET version = ?, updated_at = ? WHERE session_id = ?",
+                           (version, time.time(), session_id))
+            else:
+                db.execute(
+                    "UPDATE sessions SET version = ?, last_prompt_tokens = ?, prompt_messages = ?, updated_at = ? "
+                    "WHERE session_id = ?", (version, prompt_tokens, prompt_messages, time.time(), session_id),
+                )
         return version
 
     def replace(self, session_id: str, messages: Sequence[Message], *, based_on_version: int,
-                prompt_tokens: int | None = None) -> int:
+                prompt_tokens: int | None = None, prompt_messages: int | None = None) -> int:
         encoded = [_encode(message) for message in messages]
         with self._write() as db:
             version, generation = self._session_row(db, session_id)
@@ -164,9 +174,10 @@ class SQLiteSessionStore(SessionStore):
             )
             version += len(encoded)
             db.execute(
-                "UPDATE sessions SET version = ?, generation = ?, last_prompt_tokens = ?, updated_at = ? "
-                "WHERE session_id = ?",
-                (version, generation, _reported(prompt_tokens), time.time(), session_id),
+                "UPDATE sessions SET version = ?, generation = ?, last_prompt_tokens = ?, prompt_messages = ?, "
+                "updated_at = ? WHERE session_id = ?",
+                (version, generation, _reported(prompt_tokens), prompt_messages if _reported(prompt_tokens) else None,
+                 time.time(), session_id),
             )
         return version
 

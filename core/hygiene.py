@@ -82,15 +82,22 @@ def assess_session(
     context_length: int,
     enabled: bool = True,
     reported_prompt_tokens: int | None = None,
+    reported_messages: int | None = None,
     tools: Sequence[dict[str, Any]] | None = None,
 ) -> HygieneDecision:
-    """Decide whether a stored session must be compressed before the agent handles its next message."""
+    """Decide whether a stored session must be compressed before the agent handles its next message.
+
+    ``reported_messages`` is how many leading messages the reported prompt covered (None: all of them); messages
+    stored after that request (its reply, messages that arrived without an API call) are added by estimate.
+    """
     threshold = hygiene_threshold_tokens(context_length)
     count = len(messages)
     # A reported size of 0 means the last response carried no usage (a disconnect), not an empty prompt.
     source: TokenSource = "estimate"
     if reported_prompt_tokens is not None and reported_prompt_tokens > 0:
         tokens, source = reported_prompt_tokens, "reported"
+        if reported_messages is not None and reported_messages < count:
+            tokens += estimate_messages_tokens_rough(list(messages[reported_messages:]))
     else:
         tokens = estimate_messages_tokens_rough(list(messages), tools=list(tools) if tools else None)
 
@@ -182,11 +189,13 @@ class SessionHygiene:
         messages: Sequence[Message],
         *,
         reported_prompt_tokens: int | None = None,
+        reported_messages: int | None = None,
         tools: Sequence[dict[str, Any]] | None = None,
     ) -> HygieneDecision:
         """`assess_session`, held back for a session that stayed over after its last compression."""
         decision = assess_session(messages, context_length=self.context_length, enabled=self.enabled,
-                                  reported_prompt_tokens=reported_prompt_tokens, tools=tools)
+                                  reported_prompt_tokens=reported_prompt_tokens,
+                                  reported_messages=reported_messages, tools=tools)
         with self._lock:
             if not decision.compress:
                 if decision.reason == "under_threshold":
@@ -221,13 +230,15 @@ class SessionHygiene:
         engine: EngineHost | Callable[[], EngineHost],
         *,
         reported_prompt_tokens: int | None = None,
+        reported_messages: int | None = None,
         tools: Sequence[dict[str, Any]] | None = None,
     ) -> HygieneOutcome:
         """Check the session and compress it when needed; remember it when it stays over the threshold.
 
         ``engine`` may be a function that builds one: a gateway then pays for an engine only when hygiene fires.
         """
-        decision = self.check(session_id, messages, reported_prompt_tokens=reported_prompt_tokens, tools=tools)
+        decision = self.check(session_id, messages, reported_prompt_tokens=reported_prompt_tokens,
+                              reported_messages=reported_messages, tools=tools)
         if not decision.compress:
             return HygieneOutcome(decision, list(messages))
         host = engine if isinstance(engine, EngineHost) else engine()

@@ -100,6 +100,15 @@ def test_reported_tokens_win_over_the_estimate_both_ways() -> None:
     assert big_reported.compress and big_reported.tokens == 90_000
 
 
+def test_messages_stored_after_the_reported_prompt_are_added_by_estimate() -> None:
+    # The report covered the first 5 messages; a burst that arrived without an API call sits after them.
+    messages = [*chat(2), *chat(10, chars=3000)[1:]]
+    later = estimate_messages_tokens_rough(messages[5:])
+    decision = assess_session(messages, context_length=CONTEXT, reported_prompt_tokens=2_000, reported_messages=5)
+    assert decision.token_source == "reported" and decision.tokens == 2_000 + later
+    assert assess_session(messages, context_length=CONTEXT, reported_prompt_tokens=2_000).tokens == 2_000
+
+
 def test_a_reported_zero_means_unknown() -> None:
     # A response without usage (a disconnect) reports 0: that must not hide a session that grew too large.
     huge = chat(20, chars=20_000)

@@ -207,3 +207,20 @@ def test_other_create_arguments_pass_through(server: FakeOpenAIServer) -> None:
     chat, _ = managed(server)
     chat.run([SYSTEM, {"role": "user", "content": "hi"}], temperature=0, max_tokens=77)
     assert server.requests[0]["temperature"] == 0 and server.requests[0]["max_tokens"] == 77
+
+
+@pytest.mark.parametrize(("messages", "code"), [
+    ([SYSTEM, {"role": "tool", "tool_call_id": "c9", "content": "orphan"}], "invalid_tool_result"),
+    ([SYSTEM, {"role": "user", "content": "go"},
+      {"role": "assistant", "content": None, "tool_calls": [
+          {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+      {"role": "user", "content": "no result in between"}], "missing_tool_result"),
+    ([SYSTEM, {"role": "user", "content": "word " * 5_000}], "context_length_exceeded"),
+])
+def test_the_strict_api_rejects_what_a_strict_provider_rejects(
+        server: FakeOpenAIServer, messages: list[dict[str, Any]], code: str) -> None:
+    # The end-to-end run's "no request was rejected" means something only because these are rejected.
+    api = strict(server, context_length=2_000)
+    with pytest.raises(openai.BadRequestError) as raised:
+        client_for(server).chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[arg-type]
+    assert raised.value.code == code and [r.code for r in api.rejections] == [code]
