@@ -117,6 +117,7 @@ class SQLiteSessionStore(SessionStore):
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
+        self._write_lock = threading.Lock()
         self._connection().executescript(SCHEMA)  # idempotent; executescript runs outside any transaction
 
     def load(self, session_id: str) -> StoredSession:
@@ -215,13 +216,16 @@ class SQLiteSessionStore(SessionStore):
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction that holds the database's write lock from its first statement."""
         db = self._connection()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+        # Threads of this process queue on a Python lock: SQLite's own busy handler waits by sleeping and retrying,
+        # which wastes most of the time when 8 threads write at once. Other processes still meet the file lock.
+        with self._write_lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     @staticmethod
     def _session_row(db: sqlite3.Connection, session_id: str) -> tuple[int, int]:
