@@ -140,3 +140,16 @@ def test_readme_first_command_compresses_the_example_offline(tmp_path: Path, mon
     assert written[:4] == original[:4] or written[0]["content"].startswith(original[0]["content"])
     assert written[-10:] == original[-10:]
     assert_tool_pairs_whole(written)
+
+
+def test_compress_uses_the_config_given_before_the_command(tmp_path: Path, writer: RecordingWriter,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path, messages = session_file(tmp_path)
+    config = tmp_path / "config.yaml"
+    config.write_text("compression:\n  system_note: false\n  protect_last_n: 3\n")
+    target = tmp_path / "out.json"
+    assert main(["--config", str(config), "compress", str(path), "-o", str(target), "--json"]) == 0
+    written = read_conversation(target)
+    assert written[0] == messages[0], "system_note: false keeps the system prompt byte-identical"
+    report = json.loads(capsys.readouterr().out)
+    assert report["engine"] == "compressor" and report["context_length"] == 128_000

@@ -9,17 +9,15 @@ compressed or had nothing to do, 1 when it aborted or failed (the conversation i
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from ctxplug.budgets import compute_budgets
-from ctxplug.config import Config, discover_config_path, load_config
+from ctxplug.config import discover_config_path, load_config
 from ctxplug.conversation_io import read_conversation, write_conversation
-from ctxplug.engine import CompressionReport, EngineContext
-from ctxplug.host import EngineHost
+from ctxplug.engine import CompressionReport
+from ctxplug.registry import load_engine
 
 DEFAULT_CONTEXT_LENGTH = 128_000
 
@@ -47,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
     """Compress ``args.session`` once (forced, ignoring back-off) and report the result."""
     messages = read_conversation(args.session)
     config = load_config(discover_config_path(args.config))
-    context_length = _context_length(args, config)
-    host = _load_engine(config, args.model, context_length)
+    host = load_engine(config, model=args.model, context_length=_context_length(args))
+    context_length = host.context_length
     progress = _Progress(sys.stderr)
     progress.show(f"compressing {len(messages):,} messages with {host.name!r}…")
     try:
@@ -109,22 +107,11 @@ def _outcome_note(facts: dict[str, Any]) -> str:
     return ""
 
 
-def _context_length(args: argparse.Namespace, config: Config) -> int:
+def _context_length(args: argparse.Namespace) -> int | None:
+    """The window asked for; None lets the engine loader look up ``--model``'s window."""
     if args.context_length:
         return int(args.context_length)
-    if args.model:
-        from ctxplug.models import context_length_for
-
-        return int(context_length_for(args.model, config=config))
-    return DEFAULT_CONTEXT_LENGTH
-
-
-def _load_engine(config: Config, model: str | None, context_length: int) -> EngineHost:
-    """The builtin compressor behind a host (until ``ctxplug.load_engine`` resolves the configured engine)."""
-    plugin = importlib.import_module("ctxplug.plugins.context_engine.compressor")
-    budgets = compute_budgets(config, context_length=context_length, model=model)
-    context = EngineContext(name="compressor", config=config, budgets=budgets, model=model)
-    return EngineHost(plugin.CompressorEngine(context))
+    return None if args.model else DEFAULT_CONTEXT_LENGTH
 
 
 def _positive_int(text: str) -> int:
