@@ -27,8 +27,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             tokens INTEGER NOT NULL,
             body BLOB NOT NULL,
             UNIQUE (sid, seq))""",
-        # contentless: the text lives once, in messages.body; snippets are cut from the decoded message
-        "CREATE VIRTUAL TABLE message_fts USING fts5(text, content='', tokenize='unicode61 remove_diacritics 2')",
+        # contentless: the text lives once, in messages.body; snippets are cut from the decoded message. The
+        # session column holds one token per session, so a search within a session is an index intersection
+        # instead of a scan over every other session's hits.
+        "CREATE VIRTUAL TABLE message_fts USING fts5(text, session, content='', "
+        "tokenize='unicode61 remove_diacritics 2')",
+        # merge index segments in runs of 8 instead of 4: less merge work per message stored, searches unchanged
+        "INSERT INTO message_fts (message_fts, rank) VALUES ('automerge', 8)",
         # the index trails the messages by at most a batch (see SQLiteStore); this is how far it has come
         "CREATE TABLE fts_state (id INTEGER PRIMARY KEY CHECK (id = 1), indexed_upto INTEGER NOT NULL)",
         "INSERT INTO fts_state VALUES (1, 0)",

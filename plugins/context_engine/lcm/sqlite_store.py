@@ -123,12 +123,12 @@ class SQLiteStore:
     def _index_pending(self, db: sqlite3.Connection) -> None:
         """Add every message the index has not seen yet (inside the caller's write transaction)."""
         upto = self._indexed_upto(db)
-        ids = [row[0] for row in db.execute("SELECT id FROM messages WHERE id > ? ORDER BY id", (upto,))]
-        if ids:
+        rows = db.execute("SELECT id, sid FROM messages WHERE id > ? ORDER BY id", (upto,)).fetchall()
+        if rows:
             # texts this process computed when it stored the message are reused; others' are decoded again
-            texts = [(i, self._unindexed.get(i) or self._stored_text(db, i)) for i in ids]
-            db.executemany("INSERT INTO message_fts (rowid, text) VALUES (?, ?)", texts)
-            db.execute("UPDATE fts_state SET indexed_upto = ?", (ids[-1],))
+            texts = [(i, self._unindexed.get(i) or self._stored_text(db, i), session_token(sid)) for i, sid in rows]
+            db.executemany("INSERT INTO message_fts (rowid, text, session) VALUES (?, ?, ?)", texts)
+            db.execute("UPDATE fts_state SET indexed_upto = ?", (rows[-1][0],))
         self._unindexed.clear()
 
     @staticmethod
@@ -218,15 +218,21 @@ class SQLiteStore:
     def search(self, query: str, session: str | None, limit: int, offset: int,
                order: SearchOrder = "recent") -> list[SearchHit]:
         """Messages matching the FTS5 ``query``; a syntax error becomes a `QuerySyntaxError`."""
+        self.catch_up_index()
+        match, params = query, (limit, offset)  # type: tuple[str, tuple[Any, ...]]
+        if session is not None:
+            sid = self._read("SELECT id FROM sessions WHERE name = ?", (session,))
+            if not sid:
+                return []
+            match = f"session : {session_token(sid[0][0])} AND ({query})"
+            params = (session, limit, offset)
         where = "message_fts MATCH ?" + (" AND s.name = ?" if session is not None else "")
         sort = "f.rank" if order == "relevance" else "f.rowid DESC"
         sql = (f"SELECT m.id, s.name, m.seq, m.role, m.created_at, m.body FROM message_fts f "
                f"JOIN messages m ON m.id = f.rowid JOIN sessions s ON s.id = m.sid "
                f"WHERE {where} ORDER BY {sort} LIMIT ? OFFSET ?")
-        params: tuple[Any, ...] = (query, session, limit, offset) if session is not None else (query, limit, offset)
-        self.catch_up_index()
         try:
-            rows = self._read(sql, params)
+            rows = self._read(sql, (match, *params))
         except sqlite3.OperationalError as exc:
             raise QuerySyntaxError(f"invalid full-text query {query!r}: {exc}; FTS5 syntax: words, \"a phrase\", "
                                    "prefix*, AND/OR/NOT, NEAR(a b); put words with punctuation in double "
@@ -309,6 +315,11 @@ class SQLiteStore:
                 pause = min(pause * 2, 0.25)
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"the lcm store {self.path} failed: {exc}") from None
+
+
+def session_token(sid: int) -> str:
+    """The word that stands for a session in the full-text index's ``session`` column."""
+    return f"sid{sid}"
 
 
 def _node(row: Sequence[Any]) -> SummaryNode:
