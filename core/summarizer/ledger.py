@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from ctxplug.messages import content_text, is_compaction_summary, tool_call_id, tool_calls_of
@@ -53,6 +54,8 @@ _PLAN = re.compile(r"\b(?:next|then|i'll|i will|we'll|we will|need to|let me|tod
 _FACT_VALUE_MAX = 60
 ERROR_LINE_MAX_CHARS = 200
 _SHORT_ANSWER_LINES = 3
+# A listing (find, ls -R, a JSON index) can name thousands of files; the first ones say what it was about.
+_PATHS_PER_OUTPUT = 40
 _FACTS_PER_OUTPUT = 40
 
 
@@ -189,8 +192,8 @@ def _read_tool_output(ledger: Ledger, call: _Call, text: str) -> None:
     if run is not None:
         status = _EXIT_STATUS.search(text)
         run.status = f"exit {status.group(1)}" if status else ("error" if errors else None)
-    for path in _PATH.findall(text):
-        ledger.touch(path, "mentioned")
+    for match in islice(_PATH.finditer(text), _PATHS_PER_OUTPUT):
+        ledger.touch(match.group(0), "mentioned")
     facts = _json_facts(text)
     if facts:
         ledger.facts.append(f"{name}: {facts}")
