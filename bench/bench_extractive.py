@@ -11,7 +11,8 @@ in the span and nowhere in the kept head or tail:
   ``view`` excluded); kept when its first 60 characters appear in the summary;
 - error lines: output lines naming an error (``...Error``, ``Exception``, ``error:``, ``FAILED``, ``fatal:``,
   ``Traceback``, ``No such file``, ``command not found``), except in the output of a file view (``view``, or a
-  tool named read/view/open/cat) longer than 3 lines: that is source code that names an error class, not an error
+  tool named read/view/open/cat) longer than 3 lines, and except numbered source lines (``1466:    raise
+  ValueError(msg)``, as editors and ``cat -n`` print them): those are code that names an error class, not an error
   that happened; kept when their first 80 characters appear.
 Two pipelines: the writer on the raw span, and the writer on the span after the compressor's prune phase (what
 the engine really hands it). Summaries are capped at 8,000 characters (budget 2,000 tokens) and checked.
@@ -48,6 +49,7 @@ PATH_KEYS = ("path", "file_path", "filename", "file", "target_file", "file_name"
 EDITOR_SUBCOMMANDS = {"view", "create", "str_replace", "insert", "undo_edit"}
 SLASH_PATH = re.compile(r"(?<![\w:/.-])(?:[\w.-]+/)+[\w-]+\.[A-Za-z]\w{0,6}\b")
 ERROR = re.compile(r"Error\b|Exception\b|error:|FAILED|fatal:|Traceback|No such file|command not found")
+SOURCE_LINE = re.compile(r"^\s*\d+(?::|\t| \| )")
 Message = dict[str, Any]
 
 
@@ -83,7 +85,8 @@ def span_items(messages: list[Message]) -> dict[str, set[str]]:
         found["paths"].update(SLASH_PATH.findall(text))
         viewed = message.get("tool_call_id") in file_views and text.count("\n") >= 3
         if message.get("role") == "tool" and not viewed:
-            found["errors"].update(line.strip() for line in text.splitlines() if ERROR.search(line) and line.strip())
+            found["errors"].update(line.strip() for line in text.splitlines()
+                                   if ERROR.search(line) and line.strip() and not SOURCE_LINE.match(line))
     return found
 
 

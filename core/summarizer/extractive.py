@@ -25,6 +25,10 @@ SOURCE_MAX_CHARS = 48
 ITEM_MAX_CHARS = 300
 ELLIPSIS = " […] "
 _EMPTY = ["- (none)"]
+_EMPTY_LINES = frozenset({"- (none)", "None.", "None", "- None.", "(none)"})
+_EARLIER = "(earlier)"
+_ANSWER_LATEST = "- Answer the latest request: "
+_NUMBERED = re.compile(r"^\d+\. ")
 
 # Section headings of the template (SPEC §4), in output order. Progress has three sub-lists.
 GOAL = "Goal"
@@ -74,9 +78,13 @@ class ExtractiveSummaryWriter:
     def summarize(self, request: SummaryRequest) -> str:
         """The summary text alone (the LLM writer embeds it when the model fails)."""
         ledger = read_ledger(request.messages)
-        # Redacted before sizing, so the budget holds for the text that is returned.
-        items = [_Item(i.section, redact_secrets(i.text), i.rank)
-                 for i in _previous_items(request.previous_summary) + _ledger_items(ledger, request.budget_tokens)]
+        earlier = _previous_items(request.previous_summary)
+        numbered = sum(1 for item in earlier if item.section == GOAL and _NUMBERED.match(item.text))
+        # Redacted before sizing, so the budget holds for the text that is returned; a line already carried by
+        # the previous summary is not repeated.
+        items = list({(i.section, i.text): i for i in reversed(
+            [_Item(i.section, redact_secrets(i.text), i.rank)
+             for i in earlier + _ledger_items(ledger, request.budget_tokens, numbered)])}.values())[::-1]
         focus = _focus_words(request.focus_topic)
         if focus:
             items = [_Item(i.section, i.text, i.rank - 1000) if _mentions(i.text, focus) else i for i in items]
@@ -84,7 +92,8 @@ class ExtractiveSummaryWriter:
         return _render(chosen)
 
 
-def _ledger_items(ledger: Ledger, budget_tokens: int) -> list[_Item]:
+def _ledger_items(ledger: Ledger, budget_tokens: int, numbered_before: int = 0) -> list[_Item]:
+    """Items of the new span; user requests are numbered after the ``numbered_before`` of the previous summary."""
     items: list[_Item] = []
     requests = ledger.requests
     # Many requests share the Goal's part of the budget: each is cut shorter so that more of them fit.
@@ -95,7 +104,7 @@ def _ledger_items(ledger: Ledger, budget_tokens: int) -> list[_Item]:
         for index, text in enumerate(requests):
             first_or_last = index in (0, len(requests) - 1)
             limit = REQUEST_MAX_CHARS if first_or_last else request_chars
-            items.append(_Item(GOAL, f"{index + 1}. {_quote(text, limit)}",
+            items.append(_Item(GOAL, f"{numbered_before + index + 1}. {_quote(text, limit)}",
                                0 if first_or_last else 10 + len(requests) - index))
     for rank, sentence in enumerate(_unique(ledger.constraints)):
         items.append(_Item(CONSTRAINTS, f"- {_shorten(sentence, ITEM_MAX_CHARS)}", rank))
@@ -113,7 +122,7 @@ def _ledger_items(ledger: Ledger, budget_tokens: int) -> list[_Item]:
         items.append(_Item(DECISIONS, f"- {_shorten(decision, ITEM_MAX_CHARS)}", rank))
     items.extend(_file_items(ledger.files))
     if ledger.unanswered_request:
-        items.append(_Item(NEXT, f"- Answer the latest request: {_quote(ledger.unanswered_request, 300)}", 0))
+        items.append(_Item(NEXT, f"{_ANSWER_LATEST}{_quote(ledger.unanswered_request, 300)}", 0))
     for rank, plan in enumerate(ledger.plans[-4:]):
         items.append(_Item(NEXT, f"- {_shorten(plan, ITEM_MAX_CHARS)}", 1 + rank))
     for rank, fact in enumerate(reversed(_unique(ledger.facts))):
@@ -164,10 +173,13 @@ def _previous_items(previous: str | None) -> list[_Item]:
             section = _section_named(heading.group(1))
             continue
         text = line.rstrip()
-        if section == IN_PROGRESS:
-            section_for_line, text = DONE, "- (earlier) " + _BULLET.sub("", text)
-        else:
-            section_for_line = section
+        if text.strip() in _EMPTY_LINES or (section == NEXT and text.startswith(_ANSWER_LATEST)):
+            continue  # placeholders, and a request that newer turns have answered or replaced
+        section_for_line = section
+        if section in (IN_PROGRESS, NEXT):
+            body = _BULLET.sub("", text)
+            body = body if body.startswith(_EARLIER) else f"{_EARLIER} {body}"
+            section_for_line, text = (DONE if section == IN_PROGRESS else NEXT), f"- {body}"
         # Earlier items keep their relative order and rank just behind the new key items of their section.
         items.append(_Item(section_for_line, _shorten(text, 700), 5 + rank))
     return items

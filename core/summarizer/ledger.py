@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -35,6 +35,10 @@ _PATH = re.compile(
     r"ipynb|proto|gradle|env|log|csv|dockerfile)\b"
 )
 _NOT_PATH_PREFIXES = ("http:", "https:", "//", "www.")
+_ROOTED = ("/", "./", "../", "~/")
+_HAS_EXTENSION = re.compile(r"\.[A-Za-z]\w{0,9}$")
+# "1535:    raise ValueError(" or "12\t..." is a line of a file shown by an editor or cat -n, not an error.
+_NUMBERED_SOURCE_LINE = re.compile(r"^\s*\d+(?::|\t| \| )")
 _EXIT_STATUS = re.compile(r"(?:exit code|exit status|exited with code|returncode|return code)\W{0,3}(-?\d+)",
                           re.IGNORECASE)
 ERROR_LINE = re.compile(
@@ -125,7 +129,7 @@ def _read_user(ledger: Ledger, text: str) -> None:
     ledger.requests.append(text)
     ledger.unanswered_request = text
     ledger.constraints.extend(s for s in _sentences(text) if _CONSTRAINT.search(s))
-    for path in _PATH.findall(text):
+    for path in _paths_in(text):
         ledger.touch(path, "mentioned")
 
 
@@ -138,7 +142,7 @@ def _read_assistant(ledger: Ledger, message: Message, text: str,
         sentences = _sentences(text)
         ledger.decisions.extend(s for s in sentences if _DECISION.search(s))
         ledger.plans = [s for s in sentences if _PLAN.search(s)] or ledger.plans
-        for path in _PATH.findall(text):
+        for path in _paths_in(text):
             ledger.touch(path, "mentioned")
     for call in tool_calls_of(message):
         raw_function = call.get("function")
@@ -166,7 +170,7 @@ def _read_call(ledger: Ledger, name: str, args: dict[str, Any]) -> _Call:
         value = args.get(key)
         if isinstance(value, str) and value.strip():
             command = value.strip()
-            for path in _PATH.findall(command):
+            for path in _paths_in(command):
                 ledger.touch(path, "written" if _writes(command, path) else "read")
             run = CommandRun(command)
             ledger.commands.append(run)
@@ -183,7 +187,8 @@ def _read_tool_output(ledger: Ledger, call: _Call, text: str) -> None:
     run, name = call.run, call.name
     # A file's contents mention "SyntaxError" in its code; only a short answer to a read is an error (not found).
     scan = text if not call.shows_file or text.count("\n") < _SHORT_ANSWER_LINES else ""
-    errors = [line.strip()[:ERROR_LINE_MAX_CHARS] for line in ERROR_LINE.findall(scan) if line.strip()]
+    errors = [line.strip()[:ERROR_LINE_MAX_CHARS] for line in ERROR_LINE.findall(scan)
+              if line.strip() and not _NUMBERED_SOURCE_LINE.match(line)]
     ledger.last_was_error = bool(errors)
     source = run.command.splitlines()[0] if run else name
     for line in errors:
@@ -192,8 +197,8 @@ def _read_tool_output(ledger: Ledger, call: _Call, text: str) -> None:
     if run is not None:
         status = _EXIT_STATUS.search(text)
         run.status = f"exit {status.group(1)}" if status else ("error" if errors else None)
-    for match in islice(_PATH.finditer(text), _PATHS_PER_OUTPUT):
-        ledger.touch(match.group(0), "mentioned")
+    for path in islice(_paths_in(text), _PATHS_PER_OUTPUT):
+        ledger.touch(path, "mentioned")
     facts = _json_facts(text)
     if facts:
         ledger.facts.append(f"{name}: {facts}")
@@ -227,6 +232,17 @@ def _flatten(value: Any, key: str, pairs: list[str]) -> None:
                 _flatten(item, key, pairs)
     elif value is not None and value != "":
         pairs.append(f"{key}={str(value)[:_FACT_VALUE_MAX]}" if key else str(value)[:_FACT_VALUE_MAX])
+
+
+def _paths_in(text: str) -> Iterator[str]:
+    """Path-like strings of ``text`` that are probably files: an extension, a rooted path, or two slashes.
+
+    "n/a", "Production/Stable" and "and/or" have a slash but are not paths.
+    """
+    for match in _PATH.finditer(text):
+        path = match.group(0)
+        if _HAS_EXTENSION.search(path) or path.startswith(_ROOTED) or path.count("/") >= 2:
+            yield path
 
 
 def _arguments(raw: Any) -> dict[str, Any]:
