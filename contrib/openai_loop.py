@@ -86,7 +86,10 @@ class ManagedChat:
         self.max_rounds = max_rounds
         setting = cache_ttl or engine.engine.context.config.prompt_caching.cache_ttl
         self.cache_policy = resolve_cache_policy(model, provider or engine.engine.context.provider, setting)
-        self._ttl_chooser = TtlChooser() if self.cache_policy.enabled and setting == "auto" else None
+        # Anthropic's own endpoint, reached with the openai client, is its OpenAI-compatibility layer, which ignores
+        # cache_control; markers pay off only where the OpenAI envelope is forwarded to Claude (OpenRouter).
+        self.places_cache_markers = self.cache_policy.enabled and not self.cache_policy.native_anthropic
+        self._ttl_chooser = TtlChooser() if self.places_cache_markers and setting == "auto" else None
         self._clock = clock
         self.prompt_size = PromptSize(model)
         self.last_prompt_tokens = 0
@@ -204,13 +207,11 @@ class ManagedChat:
 
     def _request_messages(self, history: list[Message], tokens: int) -> list[Message]:
         """The messages as sent: with cache markers when caching is on (the history itself never carries them)."""
-        policy = self.cache_policy
-        if not policy.enabled:
+        if not self.places_cache_markers:
             return history
         if self._ttl_chooser is not None:
             self._ttl_chooser.observe(self._clock(), tokens)
-        ttl = resolve_ttl(policy.cache_ttl, self._ttl_chooser)
-        # The openai client speaks the OpenAI envelope even to Anthropic's endpoint: markers go on content parts.
+        ttl = resolve_ttl(self.cache_policy.cache_ttl, self._ttl_chooser)
         return apply_anthropic_cache_control(history, cache_ttl=ttl, native_anthropic=False)
 
 
