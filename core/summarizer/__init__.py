@@ -44,12 +44,11 @@ class SummaryWriter(Protocol):
 
 
 def make_summary_writer(config: Config | None = None) -> SummaryWriter:
-    """The writer the configuration asks for: the LLM writer when a summary model or endpoint is configured
-    (``auxiliary.compression.model``, or ``base_url`` / a provider other than auto), else the extractive one."""
+    """The writer the configuration asks for: the LLM writer when ``auxiliary.compression.model`` or ``base_url`` is
+    set, else the offline extractive one (a configured model without a key still summarizes, extractively)."""
     from ctxplug.summarizer.extractive import ExtractiveSummaryWriter
 
-    settings = config.auxiliary.compression if config is not None else None
-    if settings is None or not (settings.model or settings.base_url):
+    if config is None or not (config.auxiliary.compression.model or config.auxiliary.compression.base_url):
         return ExtractiveSummaryWriter()
     from ctxplug.summarizer.llm import LLMSummaryWriter
 
