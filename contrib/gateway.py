@@ -20,6 +20,7 @@ session moved on), but their turns of one session may interleave.
 
 from __future__ import annotations
 
+import logging
 import operator
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -33,6 +34,8 @@ from ctxplug.host import EngineHost
 from ctxplug.hygiene import HygieneOutcome, SessionHygiene
 from ctxplug.messages import Message
 from ctxplug.usage import normalize_usage
+
+log = logging.getLogger("ctxplug")
 
 
 @dataclass
@@ -158,6 +161,8 @@ class Gateway:
                 reported_prompt_tokens=session.last_prompt_tokens, reported_messages=session.prompt_messages,
                 tools=self.tools,
             )
+            if outcome.warning:
+                log.warning("session %s: %s", session_id, outcome.warning)
             if outcome.compressed:
                 session = self._replace(session, outcome.messages)
             yield Turn(self.store, session, outcome)

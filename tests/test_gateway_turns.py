@@ -84,6 +84,22 @@ def test_hygiene_compresses_an_overgrown_session_and_persists_it(store: SQLiteSe
     assert engines.built == ["chat"]
 
 
+def test_a_session_that_stays_over_is_logged_once_and_then_held(
+        store: SQLiteSessionStore, caplog: pytest.LogCaptureFixture) -> None:
+    engines = Engines()
+    gateway = Gateway(store, hygiene=SessionHygiene(CONTEXT), engine_for=engines)
+    store.append("chat", [{"role": "system", "content": "s"}, *turn_messages(0),
+                          {"role": "user", "content": "paste: " + "x" * 40_000}])
+    with caplog.at_level("WARNING", logger="ctxplug"):
+        for _ in range(3):
+            with gateway.turn("chat") as turn:
+                turn.save([*turn.messages, {"role": "assistant", "content": "too long to handle"}])
+    assert engines.built == ["chat"]  # compressed once, then held
+    assert turn.hygiene.decision.reason == "held"
+    warnings = [r.getMessage() for r in caplog.records if "session chat" in r.getMessage()]
+    assert len(warnings) == 1 and "85%" in warnings[0]
+
+
 def test_saving_a_history_the_agent_compressed_replaces_the_transcript(store: SQLiteSessionStore) -> None:
     gateway = Gateway(store, hygiene=SessionHygiene(CONTEXT), engine_for=Engines())
     with gateway.turn("chat") as turn:
