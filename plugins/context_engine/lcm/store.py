@@ -17,7 +17,10 @@ SearchOrder = Literal["recent", "relevance"]
 
 @dataclass(frozen=True)
 class StoredMessage:
-    """One stored message: its global ``id``, its position ``seq`` in its session, and the original message."""
+    """One stored message: its global ``id``, its position ``seq`` in its session, and the original message.
+
+    ``tokens`` is the stored size in tokens, its JSON's bytes / 4 (what an expand of it costs, about).
+    """
 
     id: int
     session: str
