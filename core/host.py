@@ -84,33 +84,28 @@ class EngineHost:
         force: bool = False,
     ) -> list[Message]:
         """Compress through the engine; on any exception return ``messages`` unchanged and report the failure."""
+        # the engine gets its own list: one that pops or appends before raising cannot shorten the caller's
+        given = list(messages)
         try:
             result = self.pm.hook.compress(
-                messages=messages, current_tokens=current_tokens, focus_topic=focus_topic, force=force
+                messages=given, current_tokens=current_tokens, focus_topic=focus_topic, force=force
             )
         except Exception as exc:  # nothing is lost: the caller keeps its conversation
-            error = self._record_failure("compress", exc)
-            self.engine.last_report = CompressionReport(
-                engine=self.name,
-                outcome="failed",
-                messages_before=len(messages),
-                messages_after=len(messages),
-                error=error,
-                reason="the engine raised; the conversation was returned unchanged",
-            )
-            return messages
-        if result is None:
-            return messages
+            return self._failed(messages, self._record_failure("compress", exc))
+        if result is None or (result is given and result == messages):
+            return messages  # "nothing changed" keeps the caller's object, as callers test with `is`
         if not isinstance(result, list):
-            error = self._record_failure(
-                "compress", TypeError(f"compress returned {type(result).__name__}, expected a list of messages")
-            )
-            self.engine.last_report = CompressionReport(
-                engine=self.name, outcome="failed", messages_before=len(messages),
-                messages_after=len(messages), error=error,
-            )
-            return messages
+            wrong = TypeError(f"compress returned {type(result).__name__}, expected a list of messages")
+            return self._failed(messages, self._record_failure("compress", wrong))
         return result
+
+    def _failed(self, messages: list[Message], error: str) -> list[Message]:
+        """Report a failed compression and hand the caller's conversation back untouched."""
+        self.engine.last_report = CompressionReport(
+            engine=self.name, outcome="failed", messages_before=len(messages), messages_after=len(messages),
+            error=error, reason="the engine failed; the conversation was returned unchanged",
+        )
+        return messages
 
     def track_usage(self, usage: Any) -> None:
         """Hand a response's usage (OpenAI or Anthropic, object or dict) to the engine and every observer."""
@@ -118,46 +113,55 @@ class EngineHost:
         self._broadcast("track_usage", usage=normalized)
 
     def tools(self) -> list[dict[str, Any]]:
-        """Tool schemas from the engine and the observers, deduplicated by function name (first one wins)."""
-        seen: set[str] = set()
-        schemas: list[dict[str, Any]] = []
-        for batch in self._broadcast("tools"):
-            for schema in batch or []:
-                name = str(schema.get("function", {}).get("name", schema.get("name", "")))
-                if name not in seen:
-                    seen.add(name)
-                    schemas.append(schema)
-        return schemas
+        """Tool schemas from the engine, then the observers, deduplicated by function name (the engine's win)."""
+        return [schema for schema, _ in self._tool_owners().values()]
 
     def call_tool(
         self, name: str, arguments: Mapping[str, Any] | str | None = None, messages: list[Message] | None = None
     ) -> str:
-        """Dispatch a tool call to the plugin that owns the tool; always answers a JSON string, errors included."""
+        """Dispatch a tool call to the plugin whose `tools` lists it; always answers a JSON string, errors included."""
+        owners = self._tool_owners()
+        if name not in owners:
+            return json.dumps({"error": f"unknown context engine tool: {name}", "available": sorted(owners)})
         try:
             parsed = _parse_arguments(arguments)
         except ValueError as exc:
             return json.dumps({"error": f"invalid arguments for {name}: {exc}"})
+        owner = owners[name][1]
+        impl = next((impl for impl in self._impls("call_tool") if impl.plugin is owner), None)
         try:
-            answer = self.pm.hook.call_tool(name=name, arguments=parsed, messages=messages)
-        except Exception as exc:
-            error = self._record_failure(f"call_tool({name})", exc)
-            return json.dumps({"error": error})
+            answer = None if impl is None else impl.function(name=name, arguments=parsed, messages=messages)
+        except Exception as exc:  # the agent gets the error as the tool's result and carries on
+            return json.dumps({"error": self._record_failure(f"call_tool({name})", exc)})
         if answer is None:
-            known = sorted(
-                str(s.get("function", {}).get("name", "")) for s in self.tools()
-            )
-            return json.dumps({"error": f"unknown context engine tool: {name}", "available": known})
+            return json.dumps({"error": f"{name}: the plugin that lists this tool did not answer the call"})
         return str(answer)
 
+    def _tool_owners(self) -> dict[str, tuple[dict[str, Any], object]]:
+        """Each tool name with its schema and the plugin that offers it; the first offer of a name wins."""
+        owners: dict[str, tuple[dict[str, Any], object]] = {}
+        for impl in self._impls("tools"):
+            for schema in self._call_isolated(impl, {}) or []:
+                name = str(schema.get("function", {}).get("name", schema.get("name", "")))
+                owners.setdefault(name, (schema, impl.plugin))
+        return owners
+
     def _broadcast(self, hook_name: str, **kwargs: Any) -> list[Any]:
-        """Call every implementation of a broadcast hook on its own, so one failing observer spares the rest."""
-        results = []
-        for impl in reversed(getattr(self.pm.hook, hook_name).get_hookimpls()):
-            try:
-                results.append(impl.function(*[kwargs[arg] for arg in impl.argnames]))
-            except Exception as exc:
-                self._record_failure(f"{hook_name} in {impl.plugin_name}", exc)
-        return results
+        """Call every implementation of a hook on its own, so one failing observer spares the rest."""
+        return [self._call_isolated(impl, kwargs) for impl in self._impls(hook_name)]
+
+    def _impls(self, hook_name: str) -> list[pluggy.HookImpl]:
+        """A hook's implementations in pluggy's call order, the engine's first."""
+        impls = reversed(getattr(self.pm.hook, hook_name).get_hookimpls())
+        return sorted(impls, key=lambda impl: impl.plugin is not self.engine)
+
+    def _call_isolated(self, impl: pluggy.HookImpl, kwargs: dict[str, Any]) -> Any:
+        """One implementation's answer, or None (logged with the plugin's name) when it raises."""
+        try:
+            return impl.function(*[kwargs[arg] for arg in impl.argnames])
+        except Exception as exc:
+            self._record_failure(f"{impl.function.__name__} in {impl.plugin_name}", exc)
+            return None
 
     def _record_failure(self, where: str, exc: BaseException) -> str:
         error = f"engine {self.name!r}: {where} raised {type(exc).__name__}: {exc}"
