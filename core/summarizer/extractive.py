@@ -46,7 +46,7 @@ _LAYOUT: tuple[tuple[str, str], ...] = (
 )
 # Share of the budget each section may take before the leftovers are shared out (in this order of priority).
 _SHARES: tuple[tuple[str, float], ...] = (
-    (GOAL, 0.18), (CRITICAL, 0.22), (DONE, 0.24), (FILES, 0.12), (BLOCKED, 0.05), (IN_PROGRESS, 0.05),
+    (GOAL, 0.16), (CRITICAL, 0.22), (DONE, 0.24), (FILES, 0.14), (BLOCKED, 0.05), (IN_PROGRESS, 0.05),
     (NEXT, 0.04), (CONSTRAINTS, 0.05), (DECISIONS, 0.05),
 )
 # Successive passes over the shares: the first gives each section its share, later ones grow all shares alike.
