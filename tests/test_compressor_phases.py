@@ -41,9 +41,10 @@ def test_prune_describes_large_outputs_from_the_call_and_leaves_small_ones() -> 
     before = copy.deepcopy(messages)
     pruned = prune_tool_outputs(messages)
     assert messages == before
-    line = pruned[1]["content"]
-    assert line.startswith('[terminal] command="pytest -x" -> ') and "\n" not in line
-    assert "exit 1" in line and "AssertionError: expected 3, got 4" in line and f"{len(log):,} chars" in line
+    line, error = pruned[1]["content"].split("\n")
+    assert line.startswith('[terminal] command="pytest -x" -> ')
+    assert "exit 1" in line and f"{len(log):,} chars" in line
+    assert error == "  error: E   AssertionError: expected 3, got 4"
     assert pruned[2] is messages[2]
 
 
@@ -67,6 +68,16 @@ def test_hermes_11762_shortened_arguments_stay_valid_json() -> None:
     assert shortened["path"] == "big.txt" and shortened["nested"]["lines"][1] == 3
     assert len(shortened["content"]) < 300 and "chars cut" in shortened["content"]
     assert json.loads(messages[0]["tool_calls"][0]["function"]["arguments"]) == arguments
+
+
+def test_json_outputs_stay_data_with_long_strings_cut() -> None:
+    record = {"reservation_id": "ZFA04Y", "amount": 1_204.5, "flights": [{"number": "HAT170", "date": "2024-05-17"}],
+              "notes": "n" * 5_000}
+    messages = [{"role": "assistant", "content": None, "tool_calls": [call("r", "get_reservation", {"id": "ZFA04Y"})]},
+                {"role": "tool", "tool_call_id": "r", "content": json.dumps(record, indent=2)}]
+    kept = json.loads(prune_tool_outputs(messages)[1]["content"])
+    assert kept["reservation_id"] == "ZFA04Y" and kept["amount"] == 1_204.5 and kept["flights"] == record["flights"]
+    assert len(kept["notes"]) < 300
 
 
 def test_describe_tool_result_without_arguments_or_errors() -> None:

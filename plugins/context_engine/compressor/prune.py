@@ -22,6 +22,7 @@ ARGUMENTS_MAX_CHARS = 500
 ARGUMENT_LEAF_KEEP = 200
 _VALUE_KEEP = 80
 _ERROR_LINE_KEEP = 160
+_ERRORS_SHOWN = 3
 # Argument names that say most about a call, in the order they are shown.
 _KEY_ARGUMENTS = ("command", "cmd", "path", "file_path", "filename", "file", "pattern", "query", "regex", "url",
                   "old_str", "search_term")
@@ -32,6 +33,9 @@ _EXCEPTION_LINE = re.compile(r"\s*[\w.]*(?:Error|Exception)\b")
 # Status and errors sit at the start or the end of an output; scanning only there keeps the cost per output bounded.
 _SCAN_HEAD_CHARS = 4_000
 _SCAN_TAIL_CHARS = 8_000
+# JSON outputs up to this size are parsed; shortened, they are kept as data when they fit the second figure.
+_JSON_PARSE_MAX_CHARS = 20_000
+_JSON_KEEP_MAX_CHARS = 2_000
 _STATUS_TAIL_CHARS = 1_000
 
 
@@ -48,28 +52,43 @@ def prune_tool_outputs(messages: Sequence[Message]) -> list[Message]:
                 repeated = text in newer_outputs
                 newer_outputs.add(text)
                 name, arguments = calls.get(str(message.get("tool_call_id")), ("tool", {}))
-                pruned[index] = {**message, "content": describe_tool_result(name, arguments, text, repeated)}
+                data = None if repeated else _shortened_json(text)
+                content = data if data is not None else describe_tool_result(name, arguments, text, repeated)
+                pruned[index] = {**message, "content": content}
         elif tool_calls_of(message):
             pruned[index] = _with_short_arguments(message)
     return pruned
 
 
 def describe_tool_result(name: str, arguments: dict[str, Any], output: str, repeated: bool = False) -> str:
-    """One line saying what a tool call did: name, key arguments, output size, exit status, key error line."""
+    """A line saying what a tool call did (name, key arguments, output size, exit status), then its key error lines."""
     shown = ", ".join(f"{key}={_short(value)}" for key, value in _key_arguments(arguments))
     lines = output.count("\n") + 1
     facts = [f"{len(output):,} chars, {lines:,} lines of output"]
     status = _EXIT_STATUS.search(output[-_STATUS_TAIL_CHARS:])
     if status:
         facts.append(f"exit {status.group(1)}")
+    errors: list[str] = []
     if repeated:
         facts.append("identical to a later output of the conversation")
     else:
-        error = _key_error_line(output)
-        if error:
-            facts.append(f"error: {error}")
+        errors = _key_error_lines(output)
     call = f"[{name}] {shown}" if shown else f"[{name}]"
-    return f"{call} -> {'; '.join(facts)}"
+    # Each error line stays a line of its own, so whoever reads the description finds it as the error it was.
+    return "\n".join([f"{call} -> {'; '.join(facts)}", *(f"  error: {line}" for line in errors)])
+
+
+def _shortened_json(output: str) -> str | None:
+    """A JSON output with its long strings cut, when that is small enough: ids, amounts and dates stay readable
+    (as data, for the summary writers' own JSON reading), where a one-line description would drop them all."""
+    if len(output) > _JSON_PARSE_MAX_CHARS or not output.lstrip().startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(output)
+    except ValueError:
+        return None
+    shortened = json.dumps(_cut_leaves(value), ensure_ascii=False, separators=(",", ":"))
+    return shortened if len(shortened) <= _JSON_KEEP_MAX_CHARS else None
 
 
 def _call_index(messages: Sequence[Message]) -> dict[str, tuple[str, dict[str, Any]]]:
@@ -110,22 +129,19 @@ def _short(value: Any) -> str:
     return json.dumps(text[:_VALUE_KEEP] + "…" if len(text) > _VALUE_KEEP else text, ensure_ascii=False)
 
 
-def _key_error_line(output: str) -> str | None:
-    """The line that names the failure: the last exception line of a traceback, else the first error-looking line."""
+def _key_error_lines(output: str) -> list[str]:
+    """The lines that name the failure, at most three: the last exception lines of a traceback first, then the
+    other error-looking lines in order, each once."""
     window = _scanned(output)
-    first: str | None = None
-    last_exception: str | None = None
+    exceptions: list[str] = []
+    others: list[str] = []
     for match in _ERROR_WORD.finditer(window):
         start = window.rfind("\n", 0, match.start()) + 1
         end = window.find("\n", match.end())
-        line = window[start:end if end >= 0 else len(window)]
-        first = first or line
-        if _EXCEPTION_LINE.match(line):
-            last_exception = line
-    chosen = (last_exception or first or "").strip()
-    if not chosen:
-        return None
-    return chosen[:_ERROR_LINE_KEEP] + "…" if len(chosen) > _ERROR_LINE_KEEP else chosen
+        line = window[start:end if end >= 0 else len(window)].strip()
+        (exceptions if _EXCEPTION_LINE.match(line) else others).append(line)
+    chosen = list(dict.fromkeys([*reversed(exceptions), *others]))[:_ERRORS_SHOWN]
+    return [line[:_ERROR_LINE_KEEP] + "…" if len(line) > _ERROR_LINE_KEEP else line for line in chosen]
 
 
 def _scanned(output: str) -> str:
