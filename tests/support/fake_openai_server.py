@@ -165,6 +165,9 @@ class FakeOpenAIServer:
 def _make_request_handler(server: FakeOpenAIServer) -> type[BaseHTTPRequestHandler]:
     class RequestHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in separate writes; with Nagle's algorithm on, each answer on a kept-alive
+        # connection would wait ~40 ms for the client's delayed ACK.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             return
