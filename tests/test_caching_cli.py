@@ -11,6 +11,7 @@ from conftest import CORPUS
 from ctxplug.cli import main
 
 TAU = str(CORPUS / "tau_bench_airline.jsonl")
+OPENHANDS = str(CORPUS / "openhands_codeact.jsonl")
 
 
 @pytest.fixture(autouse=True)
@@ -74,3 +75,19 @@ def test_cache_simulate_rejects_a_missing_file_in_one_line(capsys: pytest.Captur
     assert main(["cache", "simulate", "nope.json"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("ctxplug: error: nope.json: no such file") and "Traceback" not in err
+
+
+def test_cache_simulate_compacts_with_the_configured_engine(capsys: pytest.CaptureFixture[str],
+                                                            tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("compression:\n  system_note: false\n", encoding="utf-8")
+    assert main(["cache", "simulate", OPENHANDS, "--compact-at", "12000", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["compactions"], "the session passes 12,000 tokens, so the engine must have compacted it"
+    for compaction in data["compactions"]:
+        assert compaction["tokens_after"] < compaction["tokens_before"]
+        # a byte-stable system prompt and head are read from the cache, as an ideal compaction would
+        assert compaction["first_read_tokens"] >= compaction["kept_prefix_tokens"] > 0
+        assert compaction["penalty"] == pytest.approx(0.0, abs=1.0)
+    assert data["uncompacted"]["cost"] > data["placements"]["system_and_3"]["cost"]
+    assert main(["cache", "simulate", OPENHANDS, "--compact-at", "12000"]) == 0
+    assert "compaction #1 before message" in capsys.readouterr().out
