@@ -19,13 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ctxplug.budgets import compute_budgets
+from ctxplug import load_config, load_engine
 from ctxplug.cache_replay import Compactor, SimulationReport, simulate
 from ctxplug.cache_sim import BlockCounter, request_blocks
-from ctxplug.config import load_config
-from ctxplug.engine import EngineContext
-from ctxplug.host import EngineHost
-from ctxplug.plugins.context_engine.compressor import CompressorEngine
 
 MODEL = "claude-sonnet-4-5"
 TURN_SECONDS = 10.0
@@ -69,9 +65,7 @@ def compressor(compact_at: int, *, system_note: bool) -> Compactor:
     """ctxplug's builtin compressor (offline extractive summaries) with its threshold at ``compact_at`` tokens."""
     config = load_config({"compression": {"system_note": system_note}})
     context_length = int(compact_at / config.compression.threshold)
-    budgets = compute_budgets(config, context_length=context_length, model=MODEL)
-    host = EngineHost(CompressorEngine(EngineContext(name="compressor", config=config, budgets=budgets,
-                                                     model=MODEL)))
+    host = load_engine(config, model=MODEL, context_length=context_length)
     return lambda messages: list(host.compress(messages, force=True))
 
 
