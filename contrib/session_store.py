@@ -135,7 +135,7 @@ class SQLiteSessionStore(SessionStore):
             db.execute("COMMIT")
         if row is None:
             return StoredSession(session_id)
-        return StoredSession(session_id, [json.loads(body) for (body,) in bodies], *row)
+        return StoredSession(session_id, _decode(bodies), *row)
 
     def append(self, session_id: str, messages: Sequence[Message], *, prompt_tokens: int | None = None,
                prompt_messages: int | None = None) -> int:
@@ -186,7 +186,7 @@ class SQLiteSessionStore(SessionStore):
         rows = self._connection().execute(
             "SELECT body FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)
         ).fetchall()
-        return [json.loads(body) for (body,) in rows]
+        return _decode(rows)
 
     def session_ids(self) -> list[str]:
         rows = self._connection().execute("SELECT session_id FROM sessions ORDER BY updated_at DESC").fetchall()
@@ -237,6 +237,12 @@ class SQLiteSessionStore(SessionStore):
 def _reported(prompt_tokens: int | None) -> int | None:
     # 0 is what a response without usage reports; storing it would hide the last real size from hygiene
     return prompt_tokens if prompt_tokens and prompt_tokens > 0 else None
+
+
+def _decode(rows: list[tuple[str]]) -> list[Message]:
+    # One parse of a JSON array instead of one json.loads per row: the C decoder does the loop.
+    decoded: list[Message] = json.loads("[" + ",".join(body for (body,) in rows) + "]")
+    return decoded
 
 
 def _encode(message: Message) -> str:
