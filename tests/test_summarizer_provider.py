@@ -55,6 +55,7 @@ def test_the_summary_window_comes_from_the_model_table_when_not_configured() -> 
     ({"model": "m"}, {}, "OPENROUTER_API_KEY"),
     ({"model": "m", "provider": "openrouter"}, {"NOUS_API_KEY": "x"}, "OPENROUTER_API_KEY"),
     ({"base_url": "http://127.0.0.1:1/v1"}, {}, "auxiliary.compression.model"),
+    ({"model": "m", "provider": "custom"}, {"OPENAI_API_KEY": "k"}, "base_url is not set"),
 ])
 def test_missing_pieces_are_named(settings: dict[str, Any], env: dict[str, str], names: str) -> None:
     with pytest.raises(SummaryError) as raised:

@@ -59,7 +59,10 @@ def resolve_endpoint(config: Config, environ: Mapping[str, str] | None = None) -
     provider = settings.provider
     if settings.base_url and provider in ("auto", "custom"):
         provider = "custom"
-    elif provider in ("auto", "custom"):
+    elif provider == "custom":
+        raise SummaryError("auxiliary.compression.provider is custom but base_url is not set: give the endpoint's "
+                           "URL", kind="config")
+    elif provider == "auto":
         provider = next((name for name in AUTO_ORDER if env.get(PROVIDERS[name][1])), "")
         if not provider:
             names = ", ".join(PROVIDERS[name][1] for name in AUTO_ORDER)
