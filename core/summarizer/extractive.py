@@ -25,6 +25,7 @@ SOURCE_MAX_CHARS = 48
 ITEM_MAX_CHARS = 300
 ELLIPSIS = " […] "
 _EMPTY = ["- (none)"]
+_FILE_KIND_WEIGHT = {"written": 0, "read": 1, "mentioned": 3}
 _EMPTY_LINES = frozenset({"- (none)", "None.", "None", "- None.", "(none)"})
 _EARLIER = "(earlier)"
 _ANSWER_LATEST = "- Answer the latest request: "
@@ -150,13 +151,14 @@ def _command_items(commands: Sequence[CommandRun]) -> list[_Item]:
 
 
 def _file_items(files: dict[str, set[str]]) -> list[_Item]:
-    items = []
+    """One line per file, listed written, then read, then mentioned; within a kind the latest touched ranks first."""
     total = len(files)
+    rows = []
     for position, (path, actions) in enumerate(files.items()):
         kind = "written" if "written" in actions else "read" if "read" in actions else "mentioned"
-        weight = {"written": 0, "read": 1, "mentioned": 3}[kind]
-        items.append(_Item(FILES, f"- {kind}: {path}", weight * total + (total - position)))
-    return items
+        rows.append((_FILE_KIND_WEIGHT[kind], position, path, kind))
+    return [_Item(FILES, f"- {kind}: {path}", weight * total + (total - position))
+            for weight, position, path, kind in sorted(rows)]
 
 
 def _previous_items(previous: str | None) -> list[_Item]:
