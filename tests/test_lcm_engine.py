@@ -8,12 +8,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.conversation_strategies import assert_tool_pairs_whole, conversations
-from support.lcm_engines import ShortWriter, expand_all, make_lcm_host, summary_nodes, tool
+from support.lcm_engines import ShortWriter, expand_all, lcm_config, make_lcm_host, summary_nodes, tool
 
+from ctxplug.budgets import compute_budgets
+from ctxplug.config import load_config
+from ctxplug.engine import EngineContext
+from ctxplug.errors import ConfigError
 from ctxplug.messages import COMPACTION_MARKER, content_text
+from ctxplug.plugins.context_engine.lcm import LcmEngine
+from ctxplug.registry import load_engine
 
 FACT = "ZEBRA-7781-QUILL"
 
@@ -139,3 +146,25 @@ def test_expanding_every_node_returns_exactly_the_original_messages(conversation
             else:
                 leaves.extend(expand_all(host, node))
         assert leaves == expanded, "the leaves under the roots cover the same messages, in order"
+
+
+def test_options_are_validated_with_their_key_path(tmp_path: Path) -> None:
+    config = lcm_config(tmp_path / "lcm.db")
+    budgets = compute_budgets(config, context_length=8_000)
+    for options, expected in (({"bogus": 1}, "context.engines.lcm.bogus"),
+                              ({"condense_fanin": 1}, "context.engines.lcm.condense_fanin"),
+                              ({"synchronous": "fast"}, "normal, full")):
+        with pytest.raises(ConfigError, match=expected):
+            LcmEngine(EngineContext(name="lcm", config=config, budgets=budgets, options=options))
+
+
+def test_disabled_compression_stores_but_does_not_compress(tmp_path: Path) -> None:
+    config = load_config({"compression": {"enabled": False}, "context": {
+        "engine": "lcm", "strict": True, "engines": {"lcm": {"database": str(tmp_path / "lcm.db")}}}})
+    host = load_engine(config, context_length=8_000)
+    messages = _agent_session(30)
+    assert not host.should_compress(10**9)
+    assert host.compress(messages) is messages
+    assert host.last_report is not None and "disabled" in str(host.last_report.reason)
+    assert host.engine.store.message_count(host.engine.session) == len(messages)  # type: ignore[attr-defined]
+    assert host.compress(messages, force=True) is not messages, "an explicit forced compression still runs"

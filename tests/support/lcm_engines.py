@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxplug.budgets import compute_budgets
 from ctxplug.config import Config, load_config
-from ctxplug.engine import EngineContext
 from ctxplug.host import EngineHost
 from ctxplug.plugins.context_engine.lcm import LcmEngine
+from ctxplug.registry import load_engine
 from ctxplug.summarizer import SummaryRequest, SummaryResult
 
 
@@ -28,17 +27,19 @@ class ShortWriter:
 
 
 def lcm_config(database: Path, **options: Any) -> Config:
-    """A configuration that selects `lcm` with its store at ``database``."""
-    return load_config({"context": {"engine": "lcm", "engines": {"lcm": {"database": str(database), **options}}}})
+    """A configuration that selects `lcm` (strictly: no fallback) with its store at ``database``."""
+    return load_config({"context": {"engine": "lcm", "strict": True,
+                                    "engines": {"lcm": {"database": str(database), **options}}}})
 
 
 def make_lcm_host(database: Path, context_length: int = 8_000, writer: Any = None,
                   **options: Any) -> EngineHost:
-    """An `EngineHost` around a fresh `LcmEngine` over ``database``."""
-    config = lcm_config(database, **options)
-    budgets = compute_budgets(config, context_length=context_length)
-    context = EngineContext(name="lcm", config=config, budgets=budgets, options=config.engine_options("lcm"))
-    return EngineHost(LcmEngine(context, summary_writer=writer))
+    """The host `ctxplug.load_engine` returns for `lcm` over ``database``, with ``writer`` writing summaries."""
+    host = load_engine(lcm_config(database, **options), context_length=context_length)
+    assert isinstance(host.engine, LcmEngine)
+    if writer is not None:
+        host.engine.summary_writer = writer
+    return host
 
 
 def tool(host: EngineHost, name: str, **arguments: Any) -> dict[str, Any]:

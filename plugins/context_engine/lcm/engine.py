@@ -80,6 +80,14 @@ class LcmEngine(ContextEngine):
             self._summary_writer = make_summary_writer(self.context.config)
         return self._summary_writer
 
+    @summary_writer.setter
+    def summary_writer(self, writer: SummaryWriter) -> None:
+        self._summary_writer = writer
+
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        """At the threshold (the last reported prompt size when None is given) and compression enabled."""
+        return self.context.config.compression.enabled and super().should_compress(prompt_tokens)
+
     # storing
     def ingest(self, messages: Sequence[Message]) -> Placement | None:
         """Store every message of ``messages`` not stored yet; None for an empty conversation.
@@ -133,6 +141,10 @@ class LcmEngine(ContextEngine):
         placement = self.ingest(messages)
         if placement is None:
             self.last_report = CompressionReport(**{**base.__dict__, "reason": "empty conversation"})
+            return messages
+        if not (force or self.context.config.compression.enabled):
+            reason = "compression is disabled (compression.enabled: false); the messages were stored"
+            self.last_report = CompressionReport(**{**base.__dict__, "reason": reason})
             return messages
         summarizer = Summarizer(lambda: self.summary_writer, _extractive_writer)
         roots, tail, summarized = self._rebuild(placement, summarizer, focus_topic)
