@@ -19,6 +19,7 @@ from ctxplug.host import EngineHost
 from ctxplug.messages import sanitize_tool_pairs
 from ctxplug.plugins.context_engine.compressor.handoff import END_MARKER, SYSTEM_NOTE
 from ctxplug.summarizer import SummaryRequest, SummaryResult
+from ctxplug.tokens import estimate_messages_tokens_rough
 
 Message = dict[str, Any]
 
@@ -280,3 +281,23 @@ def test_hermes_42449_input_is_never_mutated_even_through_the_host() -> None:
     out = host.compress(messages, force=True)
     assert messages == before and out is not messages
     assert host.last_report is not None and host.last_report.changed
+
+
+def test_long_tool_loop_after_the_last_user_message_still_compresses() -> None:
+    # One request, then a tool loop far larger than the threshold: keeping the request in the tail would keep the
+    # whole loop, and every compression would be ineffective. The request goes into the summary instead.
+    messages: list[Message] = [{"role": "system", "content": "agent"}, {"role": "user", "content": "Set up CI."},
+                               {"role": "assistant", "content": "On it."},
+                               {"role": "user", "content": "Also migrate the database schema to v2."}]
+    for step in range(40):
+        messages += [{"role": "assistant", "content": f"Step {step}.", "tool_calls": [
+                         {"id": f"s{step}", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+                     {"role": "tool", "tool_call_id": f"s{step}", "content": "migrating\n" * 300}]
+    writer = RecordingWriter()
+    engine = make_engine(16_000, writer=writer)
+    out = engine.compress(messages, force=True)
+    assert engine.last_report is not None and engine.last_report.changed
+    assert any(m.get("content") == "Also migrate the database schema to v2." for m in writer.requests[0].messages)
+    assert estimate_messages_tokens_rough(out) < engine.threshold_tokens
+    assert_tool_pairs_whole(out)
+    assert_alternates(out)

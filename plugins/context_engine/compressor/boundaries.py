@@ -59,26 +59,35 @@ def summary_role_after(messages: Sequence[Message], head_end: int) -> str:
     return "assistant" if last == "user" else "user"
 
 
-def find_span(messages: Sequence[Message], sizes: Sequence[int], *, protect_first_n: int,
-              tail_token_budget: int, protect_last_n: int) -> Span | None:
+def find_span(messages: Sequence[Message], sizes: Sequence[int], *, protect_first_n: int, tail_token_budget: int,
+              protect_last_n: int, max_tail_tokens: int | None = None) -> Span | None:
     """The head/middle/tail split of ``messages``, or None when no message can be summarized.
 
-    The ``protect_last_n`` floor yields when it would swallow the whole middle, so a transcript of a few huge
-    messages still compresses instead of looping (the token budget and the anchors still hold).
+    Protections yield, one after the other, when they would leave nothing to summarize or keep a tail larger than
+    ``max_tail_tokens`` (a compression that cannot get under the threshold only loops): first the
+    ``protect_last_n`` floor (a few huge messages), then the last user message (a long tool loop after it; its
+    words then reach the summary, which keeps user requests verbatim). The token budget, whole tool groups and the
+    last assistant reply always hold.
     """
     head_end = find_head_end(messages, protect_first_n)
     role = summary_role_after(messages, head_end)
-    for floor in (protect_last_n, 0):
-        cut = _tail_cut(messages, sizes, head_end, tail_token_budget, floor)
+    found: Span | None = None
+    for floor, keep_last_user in ((protect_last_n, True), (0, True), (0, False)):
+        cut = _tail_cut(messages, sizes, head_end, tail_token_budget, floor, keep_last_user)
         start = _compatible_start(messages, head_end, cut, role)
         if start is not None and start > head_end:
-            return Span(head_end, start, role)
-        if cut > head_end and cut < len(messages):
-            return Span(head_end, cut, role, merge=True)
-    return None
+            found = Span(head_end, start, role)
+        elif head_end < cut < len(messages):
+            found = Span(head_end, cut, role, merge=True)
+        else:
+            continue
+        if max_tail_tokens is None or sum(sizes[found.tail_start:]) <= max_tail_tokens:
+            return found
+    return found
 
 
-def _tail_cut(messages: Sequence[Message], sizes: Sequence[int], head_end: int, budget: int, floor: int) -> int:
+def _tail_cut(messages: Sequence[Message], sizes: Sequence[int], head_end: int, budget: int, floor: int,
+              keep_last_user: bool) -> int:
     """The tail's first index from the token budget and the message floor, moved back over the anchors."""
     total = len(messages)
     cut, spent = total, 0
@@ -87,7 +96,7 @@ def _tail_cut(messages: Sequence[Message], sizes: Sequence[int], head_end: int, 
         spent += sizes[cut]
     cut = min(cut, max(head_end, total - floor))
     cut = align_boundary_backward(messages, cut)
-    last_user = _last_index(messages, head_end, lambda m: m.get("role") == "user")
+    last_user = _last_index(messages, head_end, lambda m: m.get("role") == "user") if keep_last_user else None
     if last_user is not None:
         cut = min(cut, last_user)
     reply = _last_index(messages, head_end, lambda m: m.get("role") == "assistant" and bool(content_text(m).strip()))

@@ -24,6 +24,8 @@ from ctxplug.tokens import estimate_message_tokens_rough
 log = logging.getLogger("ctxplug")
 
 SUMMARY_RATIO = 0.20
+# A tail above this share of threshold_tokens leaves too little room under the threshold: protections yield.
+MAX_TAIL_SHARE = 0.5
 MIN_SUMMARY_TOKENS = 2_000
 
 
@@ -97,7 +99,8 @@ class CompressorEngine(ContextEngine):
         working_sizes = sizes if unwrapped.found == 0 else sizes_of(working)
         budgets = self.context.budgets
         span = find_span(working, working_sizes, protect_first_n=budgets.protect_first_n,
-                         tail_token_budget=budgets.tail_token_budget, protect_last_n=budgets.protect_last_n)
+                         tail_token_budget=budgets.tail_token_budget, protect_last_n=budgets.protect_last_n,
+                         max_tail_tokens=int(budgets.threshold_tokens * MAX_TAIL_SHARE))
         if span is None:
             reason = "nothing to compress: every message is in the protected head or tail"
             return self._refuse(messages, replace(base, reason=reason), strike=not force)
