@@ -27,6 +27,9 @@ _ERRORS_SHOWN = 3
 _KEY_ARGUMENTS = ("command", "cmd", "path", "file_path", "filename", "file", "pattern", "query", "regex", "url",
                   "old_str", "search_term")
 _EXIT_STATUS = re.compile(r"(?:[Ee]xit(?:ed with)? (?:[Cc]ode|[Ss]tatus)|returncode)\W{0,3}(-?\d+)")
+# Plain substrings first: most outputs contain none, and `in` finds that faster than the regex below.
+_ERROR_WORDS = ("Error", "Exception", "error:", "FAILED", "fatal:", "No such file", "command not found",
+                "Permission denied", "panic")
 _ERROR_WORD = re.compile(r"Error\b|Exception\b|error:|FAILED|fatal:|No such file|command not found|"
                          r"Permission denied|panic")
 _EXCEPTION_LINE = re.compile(r"\s*[\w.]*(?:Error|Exception)\b")
@@ -51,9 +54,11 @@ def prune_tool_outputs(messages: Sequence[Message]) -> list[Message]:
             if len(text) > PRUNE_MIN_CHARS:
                 repeated = text in newer_outputs
                 newer_outputs.add(text)
-                name, arguments = calls.get(str(message.get("tool_call_id")), ("tool", {}))
-                data = None if repeated else _shortened_json(text)
-                content = data if data is not None else describe_tool_result(name, arguments, text, repeated)
+                content = None if repeated else _shortened_json(text)
+                if content is None:
+                    function = calls.get(str(message.get("tool_call_id")), {})
+                    name = str(function.get("name") or "tool")
+                    content = describe_tool_result(name, _parse_arguments(function.get("arguments")), text, repeated)
                 pruned[index] = {**message, "content": content}
         elif tool_calls_of(message):
             pruned[index] = _with_short_arguments(message)
@@ -65,7 +70,8 @@ def describe_tool_result(name: str, arguments: dict[str, Any], output: str, repe
     shown = ", ".join(f"{key}={_short(value)}" for key, value in _key_arguments(arguments))
     lines = output.count("\n") + 1
     facts = [f"{len(output):,} chars, {lines:,} lines of output"]
-    status = _EXIT_STATUS.search(output[-_STATUS_TAIL_CHARS:])
+    ending = output[-_STATUS_TAIL_CHARS:]
+    status = _EXIT_STATUS.search(ending) if "xit" in ending or "returncode" in ending else None
     if status:
         facts.append(f"exit {status.group(1)}")
     errors: list[str] = []
@@ -79,28 +85,29 @@ def describe_tool_result(name: str, arguments: dict[str, Any], output: str, repe
 
 
 def _shortened_json(output: str) -> str | None:
-    """A JSON output with its long strings cut, when that is small enough: ids, amounts and dates stay readable
-    (as data, for the summary writers' own JSON reading), where a one-line description would drop them all."""
+    """A JSON output kept as data when small enough, its long strings cut if needed: ids, amounts and dates stay
+    readable (for the summary writers' own JSON reading), where a one-line description would drop them all."""
     if len(output) > _JSON_PARSE_MAX_CHARS or not output.lstrip().startswith(("{", "[")):
         return None
     try:
         value = json.loads(output)
     except ValueError:
         return None
+    if len(output) <= _JSON_KEEP_MAX_CHARS:
+        return output
     shortened = json.dumps(_cut_leaves(value), ensure_ascii=False, separators=(",", ":"))
     return shortened if len(shortened) <= _JSON_KEEP_MAX_CHARS else None
 
 
-def _call_index(messages: Sequence[Message]) -> dict[str, tuple[str, dict[str, Any]]]:
-    """tool_call_id -> (function name, parsed arguments) for every call in the conversation."""
-    index: dict[str, tuple[str, dict[str, Any]]] = {}
+def _call_index(messages: Sequence[Message]) -> dict[str, dict[str, Any]]:
+    """tool_call_id -> the call's function (name, arguments unparsed: only described outputs need them)."""
+    index: dict[str, dict[str, Any]] = {}
     for message in messages:
         for call in tool_calls_of(message):
             ident = tool_call_id(call)
             function = call.get("function") if isinstance(call.get("function"), dict) else call
-            if ident is None or not isinstance(function, dict):
-                continue
-            index[ident] = (str(function.get("name") or "tool"), _parse_arguments(function.get("arguments")))
+            if ident is not None and isinstance(function, dict):
+                index[ident] = function
     return index
 
 
@@ -133,6 +140,8 @@ def _key_error_lines(output: str) -> list[str]:
     """The lines that name the failure, at most three: the last exception lines of a traceback first, then the
     other error-looking lines in order, each once."""
     window = _scanned(output)
+    if not any(word in window for word in _ERROR_WORDS):
+        return []
     exceptions: list[str] = []
     others: list[str] = []
     for match in _ERROR_WORD.finditer(window):
