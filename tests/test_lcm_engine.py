@@ -17,10 +17,12 @@ from support.lcm_engines import ShortWriter, expand_all, lcm_config, make_lcm_ho
 from ctxplug.budgets import compute_budgets
 from ctxplug.config import load_config
 from ctxplug.engine import EngineContext
-from ctxplug.errors import ConfigError
+from ctxplug.errors import ConfigError, SummaryError
 from ctxplug.messages import COMPACTION_MARKER, content_text
 from ctxplug.plugins.context_engine.lcm import LcmEngine
+from ctxplug.plugins.context_engine.lcm.dag import CUT_NOTE
 from ctxplug.registry import load_engine
+from ctxplug.summarizer import SummaryRequest, SummaryResult
 
 FACT = "ZEBRA-7781-QUILL"
 
@@ -168,3 +170,31 @@ def test_disabled_compression_stores_but_does_not_compress(tmp_path: Path) -> No
     assert host.last_report is not None and "disabled" in str(host.last_report.reason)
     assert host.engine.store.message_count(host.engine.session) == len(messages)  # type: ignore[attr-defined]
     assert host.compress(messages, force=True) is not messages, "an explicit forced compression still runs"
+
+
+class _FailingWriter:
+    def write(self, request: SummaryRequest) -> SummaryResult:
+        raise SummaryError("the summary model answered 503", kind="server")
+
+
+class _VerboseWriter:
+    def write(self, request: SummaryRequest) -> SummaryResult:
+        return SummaryResult(text="## Goal\n" + "much to say " * 5_000, outcome="llm", calls=1)
+
+
+def test_a_failing_summary_model_falls_back_to_the_extractive_summary(tmp_path: Path) -> None:
+    host = make_lcm_host(tmp_path / "lcm.db", context_length=8_000, writer=_FailingWriter())
+    out = host.compress(_agent_session(30))
+    report = host.last_report
+    assert report is not None and report.outcome == "extractive"
+    assert "server: the summary model answered 503" in str(report.error)
+    assert "config/part" in content_text(next(m for m in out if COMPACTION_MARKER in content_text(m)))
+
+
+def test_a_summary_longer_than_its_budget_is_cut_and_the_context_still_fits(tmp_path: Path) -> None:
+    host = make_lcm_host(tmp_path / "lcm.db", context_length=8_000, writer=_VerboseWriter())
+    out = host.compress(_agent_session(30))
+    report = host.last_report
+    assert report is not None and report.outcome == "extractive"
+    assert CUT_NOTE.strip() in content_text(next(m for m in out if COMPACTION_MARKER in content_text(m)))
+    assert report.tokens_after <= host.threshold_tokens

@@ -28,19 +28,10 @@ BUDGET_SLACK = 1.25
 
 @dataclass
 class SummaryLog:
-    """What the summaries of one compression cost and how they were made."""
+    """What the summaries of one compression cost, and the summary-model errors met on the way."""
 
     calls: int = 0
-    outcomes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
-
-    @property
-    def outcome(self) -> str:
-        """The weakest way any summary was made: extractive beats chunked beats llm."""
-        for weakest in ("truncated", "extractive", "chunked"):
-            if weakest in self.outcomes:
-                return "extractive" if weakest == "truncated" else weakest
-        return "llm"
 
 
 @dataclass
@@ -63,7 +54,6 @@ class Summarizer:
         limit = min(int(request.budget_tokens * BUDGET_SLACK), max(source_tokens - 1, 16))
         if estimate_text_tokens_rough(text) > limit:
             text, outcome = cut_to_tokens(text, min(request.budget_tokens, limit)), "truncated"
-        self.log.outcomes.append(outcome)
         return text, outcome
 
     @staticmethod

@@ -9,12 +9,14 @@ step, until it fits or only the last group is left.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from hashlib import blake2b
 from typing import Any
 
 from ctxplug.engine import CompressionReport, ContextEngine, EngineContext, Message, Outcome
+from ctxplug.errors import CtxplugError
 from ctxplug.messages import sanitize_tool_pairs
 from ctxplug.plugins.context_engine.lcm.assembly import (
     SYSTEM_ROLES,
@@ -140,25 +142,25 @@ class LcmEngine(ContextEngine):
                                  messages_after=len(messages), tokens_before=before, tokens_after=before)
         placement = self.ingest(messages)
         if placement is None:
-            self.last_report = CompressionReport(**{**base.__dict__, "reason": "empty conversation"})
+            self.last_report = replace(base, reason="empty conversation")
             return messages
         if not (force or self.context.config.compression.enabled):
             reason = "compression is disabled (compression.enabled: false); the messages were stored"
-            self.last_report = CompressionReport(**{**base.__dict__, "reason": reason})
+            self.last_report = replace(base, reason=reason)
             return messages
         summarizer = Summarizer(lambda: self.summary_writer, _extractive_writer)
         roots, tail, summarized = self._rebuild(placement, summarizer, focus_topic)
         head = [m for _, m in placement.head]
         if not roots:
-            self.last_report = CompressionReport(**{**base.__dict__, "reason": "nothing to summarize: every "
-                                                    "message is in the head or the fresh tail"})
+            self.last_report = replace(base, reason="nothing to summarize: every message is in the head or the "
+                                                    "fresh tail")
             return messages
         out = sanitize_tool_pairs(assemble(head, roots, tail))
         after = estimate_messages_tokens_rough(out)
         if after >= before:
             reason = (f"the context cannot shrink further ({after:,} >= {before:,} tokens): the head, the summary "
                       "and the last group are all that is left")
-            self.last_report = CompressionReport(**{**base.__dict__, "reason": reason})
+            self.last_report = replace(base, reason=reason)
             return messages
         fits = after <= self.threshold_tokens
         self.compression_count += 1
@@ -225,7 +227,10 @@ class LcmEngine(ContextEngine):
         if name not in TOOL_NAMES:
             return None
         if messages:
-            self.ingest(messages)
+            try:
+                self.ingest(messages)
+            except CtxplugError as exc:
+                return json.dumps({"error": f"the conversation could not be stored before {name}: {exc}"})
         return run_tool(name, self.store, self.session, arguments, regex_timeout=self.options.regex_timeout)
 
 
