@@ -17,6 +17,7 @@ import os
 import pkgutil
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ DIRECTORY_PACKAGE = "ctxplug._dirplugins"
 ENGINE_SUBDIR = "context_engine"
 BUILTIN_ENGINE = "compressor"
 _ENGINE_NAME = re.compile(r"[a-z0-9_-]+")
+_import_lock = threading.RLock()
 
 
 def validate_engine_name(name: object) -> str:
@@ -175,25 +177,27 @@ def import_directory_plugin(name: str, engine_dir: Path) -> ModuleType:
     """Import a directory plugin as a private package, so relative imports work and nothing installed clashes."""
     digest = hashlib.sha1(str(engine_dir).encode()).hexdigest()[:10]
     module_name = f"{DIRECTORY_PACKAGE}.{name.replace('-', '_')}_{digest}"
-    loaded = sys.modules.get(module_name)
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location(
-        module_name, engine_dir / "__init__.py", submodule_search_locations=[str(engine_dir)]
-    )
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {engine_dir / '__init__.py'}")
-    importlib.import_module(DIRECTORY_PACKAGE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        # a half-imported plugin must not be found by the next attempt
-        for loaded_name in [key for key in sys.modules if key == module_name or key.startswith(module_name + ".")]:
-            del sys.modules[loaded_name]
-        raise
-    return module
+    with _import_lock:  # two threads loading the same engine must not run its module twice
+        loaded = sys.modules.get(module_name)
+        if loaded is not None:
+            return loaded
+        spec = importlib.util.spec_from_file_location(
+            module_name, engine_dir / "__init__.py", submodule_search_locations=[str(engine_dir)]
+        )
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {engine_dir / '__init__.py'}")
+        importlib.import_module(DIRECTORY_PACKAGE)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            # a half-imported plugin must not be found by the next attempt
+            prefix = module_name + "."
+            for name_loaded in [key for key in sys.modules if key == module_name or key.startswith(prefix)]:
+                del sys.modules[name_loaded]
+            raise
+        return module
 
 
 # --- entry points and builtins -----------------------------------------------------------------------------------

@@ -114,13 +114,13 @@ def load_engine(
 ) -> EngineHost:
     """Resolve ``context.engine``, build it for this model and route, and return it behind an `EngineHost`."""
     config = load_config(cfg)
+    name = validate_engine_name(config.context.engine)
     if context_length is None:
         from ctxplug.models import context_length_for
 
         context_length = context_length_for(model, provider, config)
     budgets = compute_budgets(config, context_length=context_length, model=model, provider=provider)
     announce_codex_autoraise(budgets, config, model)
-    name = validate_engine_name(config.context.engine)
     engine = _build_selected(config, name, EngineContext(
         name=name, config=config, budgets=budgets, model=model, provider=provider, options=config.engine_options(name),
     ))
@@ -134,7 +134,7 @@ def _build_selected(config: Config, name: str, context: EngineContext) -> Contex
         try:
             return _instantiate(source, context)
         except PluginLoadError as exc:
-            if config.context.strict:
+            if config.context.strict or _is_builtin_compressor(source):
                 raise
             log.warning("%s; using the builtin %r engine instead", exc, BUILTIN_ENGINE)
     else:
