@@ -41,6 +41,8 @@ class EngineHost:
 
     def add_observer(self, plugin: object, name: str | None = None) -> None:
         """Register a metrics or logging plugin that implements `track_usage` and/or `tools`."""
+        if isinstance(plugin, type):  # its hookimpls would be unbound and fail on every call
+            raise TypeError(f"observers are plugin instances: pass {plugin.__name__}(), not the class")
         self.pm.register(plugin, name=name)
         self.pm.check_pending()
 

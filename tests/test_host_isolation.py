@@ -122,3 +122,8 @@ def test_observers_can_be_added_after_loading() -> None:
     host.track_usage({"input_tokens": 10, "output_tokens": 2})
 
     assert [u.prompt_tokens for u in recorder.seen] == [10]
+
+
+def test_an_observer_class_instead_of_an_instance_is_refused() -> None:
+    with pytest.raises(TypeError, match=r"pass RecordingObserver\(\)"):
+        _host(IdentityEngine, observers=(RecordingObserver,))
