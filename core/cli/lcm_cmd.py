@@ -1,12 +1,14 @@
 """``ctxplug lcm grep | describe | expand | stats``: the lossless engine's store, from the shell.
 
 The store file is ``--db PATH``, else ``context.engines.lcm.database`` of the configuration, else the default in
-the user's data directory. The commands only read (a search first brings the full-text index up to date).
+the user's data directory. The commands only read (a search first brings the full-text index up to date). Like
+``ctxplug compress``, the core loads the plugin's modules by name when a command runs, never at import.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -47,12 +49,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run_grep(args: argparse.Namespace) -> int:
     """Print the hits of one search page."""
-    from ctxplug.plugins.context_engine.lcm.tools import grep
-
     arguments = {"pattern": args.pattern, "regex": args.regex, "limit": args.limit, "offset": args.offset,
                  "order": args.order, "all_sessions": args.session is None}
     store, options = _open(args)
-    answer = grep(store, args.session, arguments, regex_timeout=options.regex_timeout)
+    answer = _lcm("tools").grep(store, args.session, arguments, regex_timeout=options.regex_timeout)
     if args.json:
         return _print_json(answer)
     for hit in answer["results"]:
@@ -68,22 +68,18 @@ def run_grep(args: argparse.Namespace) -> int:
 
 def run_describe(args: argparse.Namespace) -> int:
     """Print one node's description as JSON."""
-    from ctxplug.plugins.context_engine.lcm.tools import describe
-
     store, _ = _open(args)
-    return _print_json(describe(store, {"node": args.node}))
+    return _print_json(_lcm("tools").describe(store, {"node": args.node}))
 
 
 def run_expand(args: argparse.Namespace) -> int:
     """Print the original messages of a node or an id range as JSON."""
-    from ctxplug.plugins.context_engine.lcm.tools import expand
-
     if args.node is None and args.from_id is None:
         raise CtxplugError("lcm expand needs a NODE (e.g. S12) or --from-id ID")
     store, _ = _open(args)
     arguments: dict[str, Any] = {"node": args.node, "from_id": args.from_id, "to_id": args.to_id,
                                  "offset": args.offset, "max_tokens": args.max_tokens}
-    return _print_json(expand(store, arguments))
+    return _print_json(_lcm("tools").expand(store, arguments))
 
 
 def run_stats(args: argparse.Namespace) -> int:
@@ -103,15 +99,18 @@ def run_stats(args: argparse.Namespace) -> int:
 
 def _open(args: argparse.Namespace) -> tuple[Any, Any]:
     """The store named by ``--db`` or the configuration, which must exist already, and the engine's options."""
-    from ctxplug.plugins.context_engine.lcm.options import database_path, parse_options
-    from ctxplug.plugins.context_engine.lcm.sqlite_store import SQLiteStore
-
     config = load_config(discover_config_path(args.config))
-    options = parse_options(config, config.engine_options("lcm"))
-    path = Path(args.db) if args.db else database_path(config, options)
+    lcm_options = _lcm("options")
+    options = lcm_options.parse_options(config, config.engine_options("lcm"))
+    path = Path(args.db) if args.db else Path(lcm_options.database_path(config, options))
     if not path.is_file():
         raise CtxplugError(f"no lcm store at {path}; pass --db PATH or set context.engines.lcm.database")
-    return SQLiteStore(path, busy_timeout=options.busy_timeout), options
+    return _lcm("sqlite_store").SQLiteStore(path, busy_timeout=options.busy_timeout), options
+
+
+def _lcm(module: str) -> Any:
+    """A module of the lcm plugin, imported when a command needs it."""
+    return importlib.import_module(f"ctxplug.plugins.context_engine.lcm.{module}")
 
 
 def _print_json(answer: Any) -> int:
