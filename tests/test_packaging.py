@@ -6,6 +6,7 @@ The wheel is built from a copy of the source tree in tmp_path (so the shared che
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import shutil
@@ -19,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"core": "ctxplug", "plugins": "ctxplug/plugins", "contrib": "ctxplug/contrib"}
 SOURCE_FILES = ("pyproject.toml", "setup.py", "README.md")
+MIN_SETUPTOOLS = 77
 
 
 def _source_files() -> set[str]:
@@ -39,6 +41,10 @@ def _module_name(wheel_path: str) -> str:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("build")
+    backend = importlib.metadata.version("setuptools")
+    if int(backend.split(".")[0]) < MIN_SETUPTOOLS:
+        pytest.fail(f"setuptools {backend} cannot build this project (pyproject's SPDX license string needs "
+                    f"setuptools>={MIN_SETUPTOOLS}); the test extra must bring it, since the build is offline")
     tree = tmp_path_factory.mktemp("tree")
     for name in SOURCE_FILES:
         shutil.copy2(ROOT / name, tree / name)
