@@ -60,8 +60,9 @@ def compress(
 def tools() -> list[dict[str, Any]]:  # type: ignore[empty-body]
     """Return OpenAI tool schemas (``{"type": "function", "function": {...}}``) that the agent may call.
 
-    Every plugin is asked and the lists are concatenated (the engine's own tools, such as ``lcm_grep``, plus any
-    observer's). A call to one of these tools reaches the plugin through `call_tool`.
+    Every plugin is asked and the lists are concatenated: the engine's own tools (such as ``lcm_grep``) first, then
+    the observers'; when two plugins offer the same function name, the first keeps it. A call to one of these tools
+    reaches the plugin that offered it through `call_tool`.
 
     Example::
 
@@ -75,8 +76,9 @@ def tools() -> list[dict[str, Any]]:  # type: ignore[empty-body]
 def call_tool(name: str, arguments: dict[str, Any], messages: list[dict[str, Any]] | None) -> str | None:
     """Answer a call to one of the tools this plugin returned from `tools`, as a JSON string.
 
-    Return ``None`` for a tool name that is not yours, so the next plugin can answer; the first answer wins.
-    ``messages`` is the live conversation (read-only) for tools that need it.
+    The host routes the call: only the plugin whose `tools` listed ``name`` is asked, so a failing observer never
+    blocks the engine's tools. Return ``None`` for a tool name that is not yours. ``arguments`` is already parsed
+    from the model's JSON; ``messages`` is the live conversation (read-only) for tools that need it.
 
     Example::
 
