@@ -82,10 +82,14 @@ class EngineInfo:
     selected: bool = False
     shadowed: bool = False
     note: str | None = None
+    error: str | None = None  # only with check=True: why the plugin cannot be loaded
 
 
-def available_engines(cfg: ConfigSource = None) -> list[EngineInfo]:
-    """Every engine the configuration can reach, without importing any: origin, selection, shadowing."""
+def available_engines(cfg: ConfigSource = None, *, check: bool = False) -> list[EngineInfo]:
+    """Every engine the configuration can reach: origin, selection, shadowing; ``check`` imports each to test it.
+
+    Without ``check`` nothing is imported, so a broken plugin cannot break the listing itself.
+    """
     config = load_config(cfg)
     wanted = config.context.engine
     sources = sorted(_all_sources(config), key=lambda s: (s.name, _rank(s)))
@@ -100,8 +104,17 @@ def available_engines(cfg: ConfigSource = None) -> list[EngineInfo]:
         infos.append(EngineInfo(
             name=source.name, origin=source.origin, location=source.location, selected=is_selected,
             shadowed=source is not winner, note=_note(source, winner, sources, wanted if fallback else None),
+            error=_load_error(source) if check else None,
         ))
     return infos
+
+
+def _load_error(source: EngineSource) -> str | None:
+    try:
+        _factory_for(source)
+    except PluginLoadError as exc:
+        return exc.reason
+    return None
 
 
 def load_engine(
@@ -177,14 +190,23 @@ def _resolve(config: Config, name: str) -> EngineSource | None:
     return builtins[0] if builtins else None
 
 
-def _instantiate(source: EngineSource, context: EngineContext) -> ContextEngine:
-    """Import the plugin, apply the plugin contract and build the engine; any failure names the origin."""
+def _factory_for(source: EngineSource) -> EngineFactory:
+    """Import the plugin and apply the plugin contract; any failure is a PluginLoadError naming the origin."""
     try:
         factories = source.load()
-        factory = factories.get(source.name)
-        if factory is None:
-            offered = ", ".join(repr(n) for n in sorted(factories))
-            raise LookupError(f"it registers {offered}, not {source.name!r}")
+    except Exception as exc:
+        raise PluginLoadError(source.name, source.described, f"{type(exc).__name__}: {exc}") from exc
+    factory = factories.get(source.name)
+    if factory is None:
+        offered = ", ".join(repr(n) for n in sorted(factories))
+        raise PluginLoadError(source.name, source.described, f"it registers {offered}, not {source.name!r}")
+    return factory
+
+
+def _instantiate(source: EngineSource, context: EngineContext) -> ContextEngine:
+    """Build the engine ``source`` provides; a failure other than the user's ConfigError names the origin."""
+    factory = _factory_for(source)
+    try:
         engine = factory(context)
     except ConfigError:
         raise  # the engine rejected its options: the user's to fix, not a broken plugin

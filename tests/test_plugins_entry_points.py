@@ -17,6 +17,7 @@ from support.plugin_project import (
 )
 
 import ctxplug
+from ctxplug.cli import main
 from ctxplug.errors import DuplicateEngineError, PluginLoadError
 from ctxplug.plugins.context_engine.compressor import CompressorEngine
 
@@ -94,3 +95,16 @@ def test_the_same_name_from_two_distributions_is_an_error_naming_both(monkeypatc
     notes = [i.note for i in ctxplug.available_engines({"context": {"engine": "demo"}}) if i.name == "demo"]
     assert all(note and "selecting it is an error" in note for note in notes) and len(notes) == 2
     assert _load("registered-demo").name == "registered-demo"  # other names of the same distribution still load
+
+
+def test_check_imports_every_engine_and_marks_the_broken_one(capsys: pytest.CaptureFixture[str]) -> None:
+    infos = {i.name: i for i in ctxplug.available_engines({"context": {"engine": "demo"}}, check=True)}
+
+    assert infos["broken"].error and "needs a package that is not installed" in infos["broken"].error
+    assert infos["demo"].error is None and infos["registered-demo"].error is None
+    assert infos["compressor"].error is None and infos["lcm"].error is None
+
+    assert main(["engines", "--check"]) == 1
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.split()[:1] == ["broken"]]
+    assert row.split()[1:3] == ["broken", "entry"]
+    assert main(["engines"]) == 0  # without --check nothing is imported, nothing is judged
