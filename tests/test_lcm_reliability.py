@@ -18,10 +18,12 @@ from ctxplug.plugins.context_engine.lcm.sqlite_store import SQLiteStore
 
 # A writer that stores turns of five messages and prints the seqs of each turn once its write has returned.
 WRITER = """
-import sys
+import os, sys, time
 from ctxplug.plugins.context_engine.lcm.sqlite_store import SQLiteStore
-path, session, start, turns = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+path, session, start, turns, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 store = SQLiteStore(path, busy_timeout=60)
+while go and not os.path.exists(go):  # writers started together begin together
+    time.sleep(0.005)
 seq = start
 for turn in range(turns):
     batch = [(seq + i, {"role": "user" if i % 2 == 0 else "assistant",
@@ -32,8 +34,8 @@ for turn in range(turns):
 """
 
 
-def _writer(path: Path, session: str, start: int, turns: int) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), session, str(start), str(turns)],
+def _writer(path: Path, session: str, start: int, turns: int, go: Path | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(path), session, str(start), str(turns), str(go or "")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -67,7 +69,10 @@ def test_sigkill_mid_ingestion_loses_no_acknowledged_message(tmp_path: Path) -> 
 def test_two_processes_write_one_file_at_once(tmp_path: Path) -> None:
     path = tmp_path / "lcm.db"
     SQLiteStore(path).close()
-    writers = [_writer(path, name, 0, 1_500) for name in ("left", "right")]
+    go = tmp_path / "go"
+    writers = [_writer(path, name, 0, 1_500, go) for name in ("left", "right")]
+    time.sleep(0.3)
+    go.touch()
     results = [w.communicate(timeout=120) for w in writers]
     for writer, (out, err) in zip(writers, results, strict=True):
         assert writer.returncode == 0, err
