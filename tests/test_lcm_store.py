@@ -22,6 +22,7 @@ def test_a_new_store_is_wal_with_its_schema_version(tmp_path: Path) -> None:
     store.close()
     raw = sqlite3.connect(tmp_path / "deep" / "lcm.db")
     assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert (tmp_path / "deep" / "lcm.db").stat().st_mode & 0o077 == 0, "transcripts are readable by the owner only"
     assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
 
 

@@ -64,6 +64,10 @@ class SQLiteStore:
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():
+                # whole transcripts, secrets included: readable by the owner only (SQLite gives its -wal and -shm
+                # files the same mode)
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._db = sqlite3.connect(self.path, timeout=min(busy_timeout, 5.0), isolation_level=None,
                                        check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
