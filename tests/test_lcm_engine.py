@@ -198,3 +198,17 @@ def test_a_summary_longer_than_its_budget_is_cut_and_the_context_still_fits(tmp_
     assert report is not None and report.outcome == "extractive"
     assert CUT_NOTE.strip() in content_text(next(m for m in out if COMPACTION_MARKER in content_text(m)))
     assert report.tokens_after <= host.threshold_tokens
+
+
+def test_a_compression_that_cannot_shrink_holds_the_trigger_until_the_prompt_grows(tmp_path: Path) -> None:
+    host = make_lcm_host(tmp_path / "lcm.db", context_length=8_000, writer=ShortWriter())
+    huge_system = {"role": "system", "content": "rules " * 20_000}
+    messages = [huge_system, *_agent_session(3)[1:]]
+    prompt = host.threshold_tokens * 10
+    assert host.should_compress(prompt)
+    assert host.compress(messages, current_tokens=prompt) is messages
+    assert host.last_report is not None and host.last_report.outcome == "skipped"
+    assert not host.should_compress(prompt), "retrying on the very next turn would change nothing"
+    assert host.should_compress(prompt + host.threshold_tokens // 10)
+    out = host.compress(_agent_session(30), current_tokens=prompt)
+    assert out is not messages and host.should_compress(prompt), "an effective compression clears the hold"

@@ -39,6 +39,8 @@ from ctxplug.tokens import estimate_message_tokens_rough, estimate_messages_toke
 TOOL_NAMES = ("lcm_grep", "lcm_describe", "lcm_expand")
 # what the summary message's guide and node headers cost beyond the node texts
 SUMMARY_FRAME_TOKENS = 200
+# after a compression that could not shrink the context: wait for threshold / STALL_GROWTH more prompt tokens
+STALL_GROWTH = 10
 # below this a structured summary is all headings; the fit loop still cuts whatever does not fit
 MIN_SUMMARY_TOKENS = 200
 _OUTCOME_ORDER = ("truncated", "extractive", "chunked", "llm")
@@ -63,6 +65,7 @@ class LcmEngine(ContextEngine):
         self._summary_writer = summary_writer
         self._store = store
         self.session: str | None = self.options.session_id
+        self._stalled_at: int | None = None  # prompt size of the last compression that could not shrink anything
 
     @property
     def store(self) -> LcmStore:
@@ -87,7 +90,14 @@ class LcmEngine(ContextEngine):
         self._summary_writer = writer
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
-        """At the threshold (the last reported prompt size when None is given) and compression enabled."""
+        """At the threshold (the last reported prompt size when None is given), enabled, and not stalled.
+
+        After a compression that could not shrink the context, nothing changes until new turns arrive, so the
+        engine waits until the prompt has grown by a tenth of the threshold instead of retrying on every turn.
+        """
+        tokens = self.last_prompt_tokens if prompt_tokens is None else prompt_tokens
+        if self._stalled_at is not None and tokens < self._stalled_at + self.threshold_tokens // STALL_GROWTH:
+            return False
         return self.context.config.compression.enabled and super().should_compress(prompt_tokens)
 
     # storing
@@ -152,16 +162,15 @@ class LcmEngine(ContextEngine):
         roots, tail, summarized = self._rebuild(placement, summarizer, focus_topic)
         head = [m for _, m in placement.head]
         if not roots:
-            self.last_report = replace(base, reason="nothing to summarize: every message is in the head or the "
-                                                    "fresh tail")
-            return messages
+            return self._stalled(messages, current_tokens, replace(
+                base, reason="nothing to summarize: every message is in the head or the fresh tail"))
         out = sanitize_tool_pairs(assemble(head, roots, tail))
         after = estimate_messages_tokens_rough(out)
         if after >= before:
-            reason = (f"the context cannot shrink further ({after:,} >= {before:,} tokens): the head, the summary "
-                      "and the last group are all that is left")
-            self.last_report = replace(base, reason=reason)
-            return messages
+            return self._stalled(messages, current_tokens, replace(
+                base, reason=f"the context cannot shrink further ({after:,} >= {before:,} tokens): the head, the "
+                             "summary and the last group are all that is left"))
+        self._stalled_at = None
         fits = after <= self.threshold_tokens
         self.compression_count += 1
         self.last_prompt_tokens = 0  # the last reported size described the uncompressed conversation
@@ -175,6 +184,13 @@ class LcmEngine(ContextEngine):
                     + ("" if fits else f"; still above the threshold ({after:,} > {self.threshold_tokens:,} "
                                        "tokens): the head and the last group alone are that large")))
         return out
+
+    def _stalled(self, messages: list[Message], current_tokens: int | None,
+                 report: CompressionReport) -> list[Message]:
+        """Return ``messages`` unchanged and hold automatic compression until the prompt grows."""
+        self._stalled_at = current_tokens or self.last_prompt_tokens or report.tokens_before
+        self.last_report = report
+        return messages
 
     def _rebuild(self, placement: Placement, summarizer: Summarizer,
                  focus_topic: str | None) -> tuple[list[SummaryNode], list[Message], int]:
