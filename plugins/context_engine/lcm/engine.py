@@ -56,13 +56,16 @@ class Placement:
 
 
 class LcmEngine(ContextEngine):
-    """The lossless engine; ``summary_writer`` and ``store`` are injectable, else built from the configuration."""
+    """The lossless engine; ``summary_writer`` and ``store`` are injectable, else built from the configuration.
+
+    ``summary_writer`` may also be set later (None: ``ctxplug.summarizer.make_summary_writer(config)``).
+    """
 
     def __init__(self, context: EngineContext, summary_writer: SummaryWriter | None = None,
                  store: LcmStore | None = None) -> None:
         super().__init__(context)
         self.options = parse_options(context.config, context.options)
-        self._summary_writer = summary_writer
+        self.summary_writer = summary_writer
         self._store = store
         self.session: str | None = self.options.session_id
         self._stalled_at: int | None = None  # prompt size of the last compression that could not shrink anything
@@ -76,18 +79,13 @@ class LcmEngine(ContextEngine):
                                       synchronous=self.options.synchronous)
         return self._store
 
-    @property
-    def summary_writer(self) -> SummaryWriter:
-        """The injected writer, else ``ctxplug.summarizer.make_summary_writer(config)``."""
-        if self._summary_writer is None:
-            from ctxplug.summarizer import make_summary_writer
+    def _writer(self) -> SummaryWriter:
+        """``summary_writer`` when set, else the configured one (built once, on the first summary)."""
+        from ctxplug.summarizer import make_summary_writer
 
-            self._summary_writer = make_summary_writer(self.context.config)
-        return self._summary_writer
-
-    @summary_writer.setter
-    def summary_writer(self, writer: SummaryWriter) -> None:
-        self._summary_writer = writer
+        if self.summary_writer is None:
+            self.summary_writer = make_summary_writer(self.context.config)
+        return self.summary_writer
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         """At the threshold (the last reported prompt size when None is given), enabled, and not stalled.
@@ -158,7 +156,7 @@ class LcmEngine(ContextEngine):
             reason = "compression is disabled (compression.enabled: false); the messages were stored"
             self.last_report = replace(base, reason=reason)
             return messages
-        summarizer = Summarizer(lambda: self.summary_writer, _extractive_writer)
+        summarizer = Summarizer(self._writer, _extractive_writer)
         roots, tail, summarized = self._rebuild(placement, summarizer, focus_topic)
         head = [m for _, m in placement.head]
         if not roots:
