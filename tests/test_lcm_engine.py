@@ -23,6 +23,7 @@ from ctxplug.plugins.context_engine.lcm import LcmEngine
 from ctxplug.plugins.context_engine.lcm.dag import CUT_NOTE
 from ctxplug.registry import load_engine
 from ctxplug.summarizer import SummaryRequest, SummaryResult
+from ctxplug.tokens import estimate_messages_tokens_rough
 
 FACT = "ZEBRA-7781-QUILL"
 
@@ -212,3 +213,16 @@ def test_a_compression_that_cannot_shrink_holds_the_trigger_until_the_prompt_gro
     assert host.should_compress(prompt + host.threshold_tokens // 10)
     out = host.compress(_agent_session(30), current_tokens=prompt)
     assert out is not messages and host.should_compress(prompt), "an effective compression clears the hold"
+
+
+def test_what_the_estimate_misses_in_the_real_count_is_made_room_for(tmp_path: Path) -> None:
+    plain = make_lcm_host(tmp_path / "a.db", context_length=16_000, writer=ShortWriter())
+    with_tools = make_lcm_host(tmp_path / "b.db", context_length=16_000, writer=ShortWriter())
+    messages = _agent_session(40)
+    estimate = estimate_messages_tokens_rough(messages)
+    plain.compress(messages, current_tokens=estimate)
+    # the real prompt also carries 3,000 tokens of tool schemas that the messages do not show
+    with_tools.compress(messages, current_tokens=estimate + 3_000)
+    assert plain.last_report is not None and with_tools.last_report is not None
+    assert with_tools.last_report.tokens_after <= with_tools.threshold_tokens - 3_000
+    assert with_tools.last_report.tokens_after < plain.last_report.tokens_after

@@ -157,7 +157,10 @@ class LcmEngine(ContextEngine):
             self.last_report = replace(base, reason=reason)
             return messages
         summarizer = Summarizer(self._writer, _extractive_writer)
-        roots, tail, summarized = self._rebuild(placement, summarizer, focus_topic)
+        # what the caller's real count has beyond the estimate (tool schemas, framing) must fit as well
+        unseen = min(max(0, (current_tokens or 0) - before), self.threshold_tokens // 2)
+        target = self.threshold_tokens - unseen
+        roots, tail, summarized = self._rebuild(placement, summarizer, focus_topic, target)
         head = [m for _, m in placement.head]
         if not roots:
             return self._stalled(messages, current_tokens, replace(
@@ -169,7 +172,7 @@ class LcmEngine(ContextEngine):
                 base, reason=f"the context cannot shrink further ({after:,} >= {before:,} tokens): the head, the "
                              "summary and the last group are all that is left"))
         self._stalled_at = None
-        fits = after <= self.threshold_tokens
+        fits = after <= target
         self.compression_count += 1
         self.last_prompt_tokens = 0  # the last reported size described the uncompressed conversation
         self.last_report = CompressionReport(
@@ -179,8 +182,8 @@ class LcmEngine(ContextEngine):
             error="; ".join(summarizer.log.errors) or None,
             reason=(f"{summarized} message(s) summarized into the store's DAG; {len(roots)} summary node(s) "
                     f"in context, {len(tail)} tail message(s) kept"
-                    + ("" if fits else f"; still above the threshold ({after:,} > {self.threshold_tokens:,} "
-                                       "tokens): the head and the last group alone are that large")))
+                    + ("" if fits else f"; still above the threshold ({after:,} > {target:,} estimated tokens): "
+                                       "the head and the last group alone are that large")))
         return out
 
     def _stalled(self, messages: list[Message], current_tokens: int | None,
@@ -190,9 +193,9 @@ class LcmEngine(ContextEngine):
         self.last_report = report
         return messages
 
-    def _rebuild(self, placement: Placement, summarizer: Summarizer,
-                 focus_topic: str | None) -> tuple[list[SummaryNode], list[Message], int]:
-        """Summarize until head + roots + tail fits the threshold (or cannot shrink); return roots, tail, count."""
+    def _rebuild(self, placement: Placement, summarizer: Summarizer, focus_topic: str | None,
+                 target: int) -> tuple[list[SummaryNode], list[Message], int]:
+        """Summarize until head + roots + tail fits ``target`` tokens (or cannot shrink); return roots, tail, count."""
         budgets, options = self.context.budgets, self.options
         session, head = placement.session, [m for _, m in placement.head]
         roots = self.store.roots(session)
@@ -205,11 +208,11 @@ class LcmEngine(ContextEngine):
         while True:
             cut = fresh_tail_start([m for _, m in live], sizes, token_budget=tail_budget, min_messages=floor,
                                    summary_role=role)
-            region = max(256, self.threshold_tokens - head_tokens - sum(sizes[cut:]) - SUMMARY_FRAME_TOKENS)
+            region = max(256, target - head_tokens - sum(sizes[cut:]) - SUMMARY_FRAME_TOKENS)
             condensed_budget = max(MIN_SUMMARY_TOKENS, min(options.condensed_summary_tokens, region // 2))
             if cut > 0:
                 add_leaves(self.store, session, live[:cut], sizes[:cut],
-                           chunk_tokens=max(512, min(options.leaf_chunk_tokens, self.threshold_tokens // 2)),
+                           chunk_tokens=max(512, min(options.leaf_chunk_tokens, target // 2)),
                            budget_tokens=max(MIN_SUMMARY_TOKENS, min(options.leaf_summary_tokens, region // 4)),
                            summarizer=summarizer, focus_topic=focus_topic)
                 summarized += cut
@@ -219,7 +222,7 @@ class LcmEngine(ContextEngine):
             if not roots:
                 return roots, [m for _, m in live], summarized
             total = head_tokens + sum(r.tokens for r in roots) + SUMMARY_FRAME_TOKENS + sum(sizes)
-            if total <= self.threshold_tokens:
+            if total <= target:
                 break
             if len(roots) > 1 and not condensed_all:
                 condensed_all = True
