@@ -28,19 +28,13 @@ USAGE_ERROR = 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full parser; command modules that are not installed yet are skipped."""
+    """The full parser, with every command group's sub-commands."""
     parser = argparse.ArgumentParser(prog="ctxplug", description="Context-window management for LLM agents.")
     parser.add_argument("--config", metavar="PATH", help="config.yaml to use (default: ./config.yaml if present)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details to stderr")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
-        module.add_parser(subparsers)
+        importlib.import_module(module_name).add_parser(subparsers)
     return parser
 
 
