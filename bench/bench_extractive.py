@@ -14,8 +14,9 @@ in the span and nowhere in the kept head or tail:
   tool named read/view/open/cat) longer than 3 lines, and except numbered source lines (``1466:    raise
   ValueError(msg)``, as editors and ``cat -n`` print them): those are code that names an error class, not an error
   that happened; kept when their first 80 characters appear.
-Two pipelines: the writer on the raw span, and the writer on the span after the compressor's prune phase (what
-the engine really hands it). Summaries are capped at 8,000 characters (budget 2,000 tokens) and checked.
+Two pipelines: the writer on the raw span, and the request exactly as the compressor builds it (the pruned
+span for a model to read, the original span as `source_messages`). Summaries are capped at 8,000 characters
+(budget 2,000 tokens) and checked.
 QA: on the tau-bench fact questions, the share of questions whose evidence lies in the span and whose answer is
 not in the head or tail, and whose answer's words all appear in the summary.
 """
@@ -92,7 +93,7 @@ def span_items(messages: list[Message]) -> dict[str, set[str]]:
 
 def retention(messages: list[Message], context_length: int, writer: ExtractiveSummaryWriter,
               protect_last_n: int = 20) -> dict[str, Any] | None:
-    """Kept/total per kind for the compressor's span of ``messages``, raw and pruned."""
+    """Kept/total per kind for the compressor's span of ``messages``, raw and as the engine requests it."""
     config = Config()
     config = replace(config, compression=replace(config.compression, protect_last_n=protect_last_n))
     budgets = compute_budgets(config, context_length=context_length)
@@ -104,13 +105,19 @@ def retention(messages: list[Message], context_length: int, writer: ExtractiveSu
     kept_text = "\n".join(text_of(m) for m in messages[:span.head_end] + messages[span.tail_start:])
     items = {kind: {i for i in values if i not in kept_text} for kind, values in span_items(middle).items()}
     result: dict[str, Any] = {"span": len(middle)}
-    for label, span_messages in (("raw", middle), ("pruned", prune_tool_outputs(middle))):
-        summary = writer.write(SummaryRequest(messages=span_messages, budget_tokens=BUDGET_TOKENS)).text
+    for label, request in (("raw", SummaryRequest(messages=middle, budget_tokens=BUDGET_TOKENS)),
+                           ("engine", engine_request(middle))):
+        summary = writer.write(request).text
         assert len(summary) <= MAX_CHARS, len(summary)
         result[label] = {kind: (sum(_kept(kind, i, summary) for i in values), len(values))
                          for kind, values in items.items()}
         result[label + "_chars"] = len(summary)
     return result
+
+
+def engine_request(middle: list[Message]) -> SummaryRequest:
+    """The request the compressor sends: the pruned span to read, the original span for rule-based extraction."""
+    return SummaryRequest(messages=prune_tool_outputs(middle), budget_tokens=BUDGET_TOKENS, source_messages=middle)
 
 
 def _kept(kind: str, item: str, summary: str) -> bool:
@@ -119,8 +126,8 @@ def _kept(kind: str, item: str, summary: str) -> bool:
 
 
 def qa_retention(writer: ExtractiveSummaryWriter, context_length: int) -> tuple[int, int, int, int]:
-    """(kept raw, kept pruned, eligible questions, conversations with a span) on the fact-QA file."""
-    kept_raw = kept_pruned = eligible = spans = 0
+    """(kept raw, kept by the engine's request, eligible questions, conversations with a span) on the fact-QA file."""
+    kept_raw = kept_engine = eligible = spans = 0
     budgets = compute_budgets(Config(), context_length=context_length)
     for line in QA.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
@@ -132,8 +139,9 @@ def qa_retention(writer: ExtractiveSummaryWriter, context_length: int) -> tuple[
         spans += 1
         middle = messages[span.head_end:span.tail_start]
         kept_text = "\n".join(text_of(m) for m in messages[:span.head_end] + messages[span.tail_start:]).lower()
-        summaries = [writer.write(SummaryRequest(messages=m, budget_tokens=BUDGET_TOKENS)).text.lower()
-                     for m in (middle, prune_tool_outputs(middle))]
+        summaries = [writer.write(request).text.lower()
+                     for request in (SummaryRequest(messages=middle, budget_tokens=BUDGET_TOKENS),
+                                     engine_request(middle))]
         for question in record["questions"]:
             if not all(span.head_end <= i < span.tail_start for i in question["evidence_message_indices"]):
                 continue
@@ -142,8 +150,8 @@ def qa_retention(writer: ExtractiveSummaryWriter, context_length: int) -> tuple[
                 continue
             eligible += 1
             kept_raw += all(w in summaries[0] for w in words)
-            kept_pruned += all(w in summaries[1] for w in words)
-    return kept_raw, kept_pruned, eligible, spans
+            kept_engine += all(w in summaries[1] for w in words)
+    return kept_raw, kept_engine, eligible, spans
 
 
 def redaction_cost(conversations: list[list[Message]]) -> tuple[float, float, int]:
@@ -181,7 +189,7 @@ def main() -> int:
         if result is not None:
             rows.append((name, result))
     print(f"extractive summary <= {MAX_CHARS:,} chars; items only in the compressor's span")
-    for label in ("raw", "pruned"):
+    for label in ("raw", "engine"):
         for prefix, what in (("corpus #", "corpus, protect_last_n=20"), ("corpus4 #", "corpus, protect_last_n=4")):
             corpus_rows = [r for n, r in rows if n.startswith(prefix)]
             print(f"{label:>6} {what} ({len(corpus_rows)} spans, {sum(r['span'] for r in corpus_rows)} messages): "
@@ -193,9 +201,9 @@ def main() -> int:
                     f"{kind} {_share([result[label][kind]])}" for kind in ("paths", "commands", "errors")))
     chars = [r["raw_chars"] for _, r in rows]
     print(f"summary length: median {statistics.median(chars):,.0f} chars, max {max(chars):,}")
-    raw, pruned, eligible, spans = qa_retention(writer, 8_000)
+    raw, engine, eligible, spans = qa_retention(writer, 8_000)
     print(f"fact QA ({spans} conversations, {eligible} questions answered only in the span): "
-          f"raw {raw / eligible:.1%} ({raw}/{eligible}), pruned {pruned / eligible:.1%} ({pruned}/{eligible})")
+          f"raw {raw / eligible:.1%} ({raw}/{eligible}), engine {engine / eligible:.1%} ({engine}/{eligible})")
     redact_us, dumps_us, count = redaction_cost(conversations)
     print(f"redact_secrets: {redact_us:.1f} us/message over {count} messages "
           f"(json.dumps of the message {dumps_us:.1f} us, ratio {redact_us / dumps_us:.1f})")

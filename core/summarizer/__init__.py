@@ -25,6 +25,9 @@ class SummaryRequest:
     budget_tokens: int
     previous_summary: str | None = None
     focus_topic: str | None = None
+    # The span before an engine pruned it (old tool outputs shortened to one line). A model reads `messages`, which
+    # is cheaper; a writer that extracts facts by rule reads this, since paths and errors live in the full outputs.
+    source_messages: Sequence[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,7 @@ class ExtractiveSummaryWriter:
 
     def summarize(self, request: SummaryRequest) -> str:
         """The summary text alone (the LLM writer embeds it when the model fails)."""
-        ledger = read_ledger(request.messages)
+        ledger = read_ledger(request.messages if request.source_messages is None else request.source_messages)
         earlier = _previous_items(request.previous_summary)
         numbered = sum(1 for item in earlier if item.section == GOAL and _NUMBERED.match(item.text))
         # Redacted before sizing, so the budget holds for the text that is returned; a line already carried by

@@ -138,7 +138,7 @@ class CompressorEngine(ContextEngine):
                              for new, old, size in zip(middle, original, sizes[span.head_end:], strict=False))
         budget = summary_budget(content_tokens, self.context.budgets.max_summary_tokens)
         request = SummaryRequest(messages=middle, budget_tokens=budget, previous_summary=previous,
-                                 focus_topic=focus_topic)
+                                 focus_topic=focus_topic, source_messages=original)
         result = self.summary_writer.write(request)
         if not result.text.strip():
             raise SummaryError("the summary writer returned an empty summary", kind="bad_answer")
