@@ -139,3 +139,15 @@ def test_file_contents_and_prose_are_not_mistaken_for_errors_or_paths() -> None:
     text = write(span)
     assert "raise ValueError" not in text and "error: could not build wheels" in text
     assert "Production/Stable" not in text and "n/a" not in text and "read: src/fields.py" in text
+
+
+def test_a_span_without_user_messages_points_to_the_task_stated_before_it() -> None:
+    from ctxplug.summarizer.extractive import NO_REQUEST_IN_SPAN
+
+    loop = [{"role": "assistant", "content": "Checking the build."},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "terminal", "arguments": '{"command": "make"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+    text = ExtractiveSummaryWriter().write(SummaryRequest(messages=loop, budget_tokens=2_000)).text
+    goal = text.split("## Goal", 1)[1].split("##", 1)[0]
+    assert NO_REQUEST_IN_SPAN in goal and "(none)" not in goal

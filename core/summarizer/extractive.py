@@ -30,6 +30,8 @@ _EMPTY_LINES = frozenset({"- (none)", "None.", "None", "- None.", "(none)"})
 _EARLIER = "(earlier)"
 _ANSWER_LATEST = "- Answer the latest request: "
 _NUMBERED = re.compile(r"^\d+\. ")
+# A span with no user message (a long tool loop) still has a goal: the request kept verbatim before the summary.
+NO_REQUEST_IN_SPAN = "- No user request in these turns: the task is the one stated before this summary."
 
 # Section headings of the template (SPEC §4), in output order. Progress has three sub-lists.
 GOAL = "Goal"
@@ -107,6 +109,8 @@ def _ledger_items(ledger: Ledger, budget_tokens: int, numbered_before: int = 0) 
             limit = REQUEST_MAX_CHARS if first_or_last else request_chars
             items.append(_Item(GOAL, f"{numbered_before + index + 1}. {_quote(text, limit)}",
                                0 if first_or_last else 10 + len(requests) - index))
+    elif numbered_before == 0:
+        items.append(_Item(GOAL, NO_REQUEST_IN_SPAN, 0))
     for rank, sentence in enumerate(_unique(ledger.constraints)):
         items.append(_Item(CONSTRAINTS, f"- {_shorten(sentence, ITEM_MAX_CHARS)}", rank))
     items.extend(_command_items(ledger.commands))
