@@ -7,11 +7,11 @@ the status line says why; OpenAI, DeepSeek and the like cache prefixes on their 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ctxplug.caching import CACHE_TTLS
 from ctxplug.errors import ConfigError
+from ctxplug.models import is_claude_model
 
 # provider -> (native layout, name shown in the status line)
 CACHING_PROVIDERS: dict[str, tuple[bool, str]] = {
@@ -20,35 +20,6 @@ CACHING_PROVIDERS: dict[str, tuple[bool, str]] = {
 }
 TTL_CHOICES = (*CACHE_TTLS, "auto")
 
-_ROUTE_PREFIX = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic[./]")  # anthropic/…, anthropic.…, us.anthropic.…, eu.…
-_VERSION_SUFFIX = re.compile(r"(?:@\d{8}|-v\d+(?::\d+)?|:[\w.-]+)$")  # Vertex @date, Bedrock -v1:0, :tags
-_DATE_SUFFIX = re.compile(r"-\d{8}$|-latest$")
-_DOTTED_VERSION = re.compile(r"(?<=\d)\.(?=\d)")
-
-
-def canonical_claude_name(model: str | None) -> str | None:
-    """The Anthropic API family id of a Claude model in any of its spellings, or None for other models.
-
-    ``anthropic/claude-sonnet-4.5``, ``claude-sonnet-4-5-20250929``, ``anthropic.claude-sonnet-4-5-20250929-v1:0``,
-    ``us.anthropic.claude-sonnet-4-5-…`` and ``claude-sonnet-4-5@20250929`` all give ``claude-sonnet-4-5``.
-    """
-    if not model:
-        return None
-    name = model.strip().lower()
-    name = _ROUTE_PREFIX.sub("", name)
-    name = name.rsplit("/", 1)[-1]
-    while True:
-        shorter = _DATE_SUFFIX.sub("", _VERSION_SUFFIX.sub("", name))
-        if shorter == name:
-            break
-        name = shorter
-    name = _DOTTED_VERSION.sub("-", name)
-    return name if name.startswith("claude-") or name == "claude" else None
-
-
-def is_claude_model(model: str | None) -> bool:
-    """True for any Claude model id (direct, OpenRouter, Bedrock, Vertex, dated or not)."""
-    return canonical_claude_name(model) is not None
 
 
 def infer_provider(model: str | None, provider: str | None) -> str | None:

@@ -12,8 +12,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from ctxplug.cache_policy import canonical_claude_name
 from ctxplug.caching import cache_marker
+from ctxplug.models import canonical_claude_name
 
 
 @dataclass(frozen=True)

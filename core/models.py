@@ -20,10 +20,14 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any, Literal
 
-from ctxplug.cache_policy import canonical_claude_name
 from ctxplug.config import Config
 
 logger = logging.getLogger(__name__)
+
+_ROUTE_PREFIX = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic[./]")  # anthropic/…, anthropic.…, us.anthropic.…, eu.…
+_VERSION_SUFFIX = re.compile(r"(?:@\d{8}|-v\d+(?::\d+)?|:[\w.-]+)$")  # Vertex @date, Bedrock -v1:0, :tags
+_DATE_SUFFIX = re.compile(r"-\d{8}$|-latest$")
+_DOTTED_VERSION = re.compile(r"(?<=\d)\.(?=\d)")
 
 ONE_MILLION_SUFFIX = "[1m]"  # Claude Code's spelling of the 1M-context variant, e.g. claude-sonnet-4-5[1m]
 _BEDROCK_ID = re.compile(
@@ -59,6 +63,32 @@ class ModelTable:
 
 
 @functools.cache
+
+def canonical_claude_name(model: str | None) -> str | None:
+    """The Anthropic API family id of a Claude model in any of its spellings, or None for other models.
+
+    ``anthropic/claude-sonnet-4.5``, ``claude-sonnet-4-5-20250929``, ``anthropic.claude-sonnet-4-5-20250929-v1:0``,
+    ``us.anthropic.claude-sonnet-4-5-…`` and ``claude-sonnet-4-5@20250929`` all give ``claude-sonnet-4-5``.
+    """
+    if not model:
+        return None
+    name = model.strip().lower()
+    name = _ROUTE_PREFIX.sub("", name)
+    name = name.rsplit("/", 1)[-1]
+    while True:
+        shorter = _DATE_SUFFIX.sub("", _VERSION_SUFFIX.sub("", name))
+        if shorter == name:
+            break
+        name = shorter
+    name = _DOTTED_VERSION.sub("-", name)
+    return name if name.startswith("claude-") or name == "claude" else None
+
+
+def is_claude_model(model: str | None) -> bool:
+    """True for any Claude model id (direct, OpenRouter, Bedrock, Vertex, dated or not)."""
+    return canonical_claude_name(model) is not None
+
+
 def model_table() -> ModelTable:
     """The bundled model table, read once from the package data."""
     raw: dict[str, Any] = json.loads(resources.files("ctxplug").joinpath("data/models.json").read_text("utf-8"))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ctxplug.cache_policy import canonical_claude_name, is_claude_model, resolve_cache_policy
+from ctxplug.cache_policy import resolve_cache_policy
 from ctxplug.cache_pricing import cache_rules
 from ctxplug.cache_ttl import TtlChooser, resolve_ttl
 from ctxplug.errors import ConfigError
+from ctxplug.models import canonical_claude_name, is_claude_model
 
 
 @pytest.mark.parametrize(("model", "family"), [
