@@ -209,11 +209,5 @@ def strict_handler(api: StrictChatApi) -> Handler:
 
 
 def serve_strict(api: StrictChatApi) -> FakeOpenAIServer:
-    """A (not yet started) `FakeOpenAIServer` answering through ``api``, with Nagle's algorithm off.
-
-    The server writes headers and body in two sends; with Nagle on, each response waits for the client's delayed
-    ACK (about 40 ms on Linux), which turns a 300-turn session into half a minute of idling.
-    """
-    server = FakeOpenAIServer(strict_handler(api))
-    server._server.RequestHandlerClass.disable_nagle_algorithm = True  # no public switch in the shared server yet
-    return server
+    """A (not yet started) `FakeOpenAIServer` answering through ``api``."""
+    return FakeOpenAIServer(strict_handler(api))
