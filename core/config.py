@@ -28,7 +28,8 @@ class ContextSection:
     engine: str = _opt("compressor", "name of the context engine (a directory plugin, registered, or builtin)")
     strict: bool = _opt(False, "raise instead of falling back to the builtin compressor when the engine is missing")
     plugin_dirs: tuple[str, ...] = _opt(
-        (), "extra plugin directories searched for plugins/context_engine/<name>/ (relative to the config file)"
+        (), "plugin directories, each searched for context_engine/<name>/ (relative to the config file), before "
+        "plugins/ beside the config file and the user config directory"
     )
     engines: Mapping[str, Mapping[str, Any]] = _opt(
         None, "per-engine options, handed to that engine's factory only (context.engines.<name>.<key>)"
