@@ -11,7 +11,7 @@ import dataclasses
 import re
 import sys
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,9 +90,9 @@ def _describe_type(tp: Any, metadata: Mapping[str, Any]) -> tuple[str, str]:
 GENERATED_TABLES = {"config-keys": keys_table, "model-windows": models_table}
 
 
-def update_generated_tables(text: str) -> str:
+def update_generated_tables(text: str, tables: Mapping[str, Callable[[], str]] = GENERATED_TABLES) -> str:
     """``text`` with every generated table between its markers replaced by the current one."""
-    for name, render in GENERATED_TABLES.items():
+    for name, render in tables.items():
         pattern = re.compile(rf"<!-- generated:{name} -->\n(.*?)\n<!-- end:{name} -->", re.DOTALL)
         found = pattern.search(text)
         if found is None:
