@@ -15,9 +15,10 @@ import argparse
 import json
 import statistics
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from timing import best_of
 
 from ctxplug.budgets import compute_budgets
 from ctxplug.config import Config
@@ -74,22 +75,11 @@ def engine(context_length: int) -> CompressorEngine:
     return CompressorEngine(context, summary_writer=InstantWriter())
 
 
-def best_cpu(repeats: int, *timed: Callable[[], object]) -> list[float]:
-    """Minimum CPU time of each callable over ``repeats`` rounds, interleaved within each round."""
-    times: list[list[float]] = [[] for _ in timed]
-    for _ in range(repeats):
-        for index, function in enumerate(timed):
-            start = time.process_time_ns()
-            function()
-            times[index].append((time.process_time_ns() - start) / 1e9)
-    return [max(min(t), 1e-9) for t in times]
-
-
 def ratio_of(messages: list[Message], repeats: int, context_length: int) -> tuple[float, float, float, str]:
     """(compress seconds, json.dumps seconds, ratio, outcome) for one conversation."""
     subject = engine(context_length)
-    compress_time, dumps_time = best_cpu(repeats, lambda: subject.compress(messages, force=True),
-                                         lambda: json.dumps(messages))
+    compress_time, dumps_time = best_of(repeats, lambda: subject.compress(messages, force=True),
+                                        lambda: json.dumps(messages), clock=time.process_time)
     outcome = subject.last_report.outcome if subject.last_report else "none"
     return compress_time, dumps_time, compress_time / dumps_time, outcome
 

@@ -15,9 +15,10 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from timing import best_of
 
 from ctxplug import IncrementalTokenCounter, count_tokens, estimate_messages_tokens_rough
 from ctxplug.encodings import encoding_for_model, get_encoding
@@ -33,17 +34,6 @@ def corpus_conversations() -> list[list[Message]]:
         with path.open(encoding="utf-8") as handle:
             conversations.extend(json.loads(line)["messages"] for line in handle if line.strip())
     return conversations
-
-
-def best_of(repeats: int, *timed: Callable[[], object]) -> list[float]:
-    """Minimum time of each callable over ``repeats`` rounds, the callables interleaved within each round."""
-    times: list[list[float]] = [[] for _ in timed]
-    for _ in range(repeats):
-        for index, function in enumerate(timed):
-            start = time.perf_counter()
-            function()
-            times[index].append(time.perf_counter() - start)
-    return [min(t) for t in times]
 
 
 def bench_exact(conversations: list[list[Message]], repeats: int) -> list[dict[str, Any]]:
