@@ -142,11 +142,7 @@ class SQLiteSessionStore(SessionStore):
         encoded = [_encode(message) for message in messages]
         with self._write() as db:
             version, generation = self._session_row(db, session_id)
-            db.executemany(
-                "INSERT INTO messages (session_id, seq, generation, body) VALUES (?, ?, ?, ?)",
-                [(session_id, version + offset, generation, body) for offset, body in enumerate(encoded, 1)],
-            )
-            version += len(encoded)
+            version = _insert_messages(db, session_id, version, generation, encoded)
             if _reported(prompt_tokens) is None:
                 db.execute("UPDATE sessions SET version = ?, updated_at = ? WHERE session_id = ?",
                            (version, time.time(), session_id))
@@ -169,16 +165,12 @@ class SQLiteSessionStore(SessionStore):
                 )
             generation += 1
             db.execute("UPDATE messages SET active = 0 WHERE session_id = ? AND active = 1", (session_id,))
-            db.executemany(
-                "INSERT INTO messages (session_id, seq, generation, body) VALUES (?, ?, ?, ?)",
-                [(session_id, version + offset, generation, body) for offset, body in enumerate(encoded, 1)],
-            )
-            version += len(encoded)
+            version = _insert_messages(db, session_id, version, generation, encoded)
+            reported = _reported(prompt_tokens)
             db.execute(
                 "UPDATE sessions SET version = ?, generation = ?, last_prompt_tokens = ?, prompt_messages = ?, "
                 "updated_at = ? WHERE session_id = ?",
-                (version, generation, _reported(prompt_tokens), prompt_messages if _reported(prompt_tokens) else None,
-                 time.time(), session_id),
+                (version, generation, reported, prompt_messages if reported else None, time.time(), session_id),
             )
         return version
 
@@ -232,6 +224,16 @@ class SQLiteSessionStore(SessionStore):
         db.execute("INSERT OR IGNORE INTO sessions (session_id, updated_at) VALUES (?, ?)", (session_id, time.time()))
         row = db.execute("SELECT version, generation FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
         return int(row[0]), int(row[1])
+
+
+def _insert_messages(db: sqlite3.Connection, session_id: str, version: int, generation: int,
+                     encoded: Sequence[str]) -> int:
+    """Insert encoded messages at the positions after ``version``; return the session's new version."""
+    db.executemany(
+        "INSERT INTO messages (session_id, seq, generation, body) VALUES (?, ?, ?, ?)",
+        [(session_id, version + offset, generation, body) for offset, body in enumerate(encoded, 1)],
+    )
+    return version + len(encoded)
 
 
 def _reported(prompt_tokens: int | None) -> int | None:
