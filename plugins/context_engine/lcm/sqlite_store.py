@@ -96,7 +96,7 @@ class SQLiteStore:
         return self._write(lambda db: self._put(db, session, rows))
 
     def _put(self, db: sqlite3.Connection, session: str, rows: list[tuple[Any, ...]]) -> list[int]:
-        sid = self._session(db, session, create=True)
+        sid = self._session(db, session)
         seqs = [row[0] for row in rows]
         next_seq = db.execute("SELECT coalesce(max(seq), -1) + 1 FROM messages WHERE sid = ?", (sid,)).fetchone()[0]
         existing: dict[int, bytes] = {}
@@ -155,7 +155,7 @@ class SQLiteStore:
                  outcome: str, children: Sequence[int] = ()) -> SummaryNode:
         """Store a summary node and make it the parent of ``children``, in one transaction."""
         def insert(db: sqlite3.Connection) -> int:
-            sid = self._session(db, session, create=True)
+            sid = self._session(db, session)
             cursor = db.execute("INSERT INTO nodes (sid, depth, first_seq, last_seq, text, tokens, outcome, "
                                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                                 (sid, depth, first_seq, last_seq, text, tokens, outcome, self.clock()))
@@ -274,11 +274,12 @@ class SQLiteStore:
             self._db.close()
 
     # transactions and retries
-    def _session(self, db: sqlite3.Connection, name: str, *, create: bool) -> int:
+    def _session(self, db: sqlite3.Connection, name: str) -> int:
+        """The id of session ``name``, created when it does not exist yet (inside the caller's write)."""
         sid = self._session_ids.get(name)
         if sid is None:
             row = db.execute("SELECT id FROM sessions WHERE name = ?", (name,)).fetchone()
-            if row is None and create:
+            if row is None:
                 row = (db.execute("INSERT INTO sessions (name, created_at) VALUES (?, ?)",
                                   (name, self.clock())).lastrowid,)
             sid = int(row[0])
