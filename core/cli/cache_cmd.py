@@ -18,7 +18,7 @@ from ctxplug.cache_policy import TTL_CHOICES
 from ctxplug.cache_pricing import cache_rules
 from ctxplug.cache_replay import Compactor, SimulationReport, simulate
 from ctxplug.cache_sim import BlockCounter, message_blocks
-from ctxplug.caching import apply_anthropic_cache_control, breakpoint_indices, compaction_head_end
+from ctxplug.caching import SYSTEM_ROLES, apply_anthropic_cache_control, breakpoint_indices, compaction_head_end
 from ctxplug.config import Config, discover_config_path, load_config
 from ctxplug.conversation_io import read_conversation
 from ctxplug.errors import ConversationError
@@ -85,7 +85,7 @@ def plan_facts(messages: Sequence[Message], *, native: bool, model: str) -> dict
     minimum = cache_rules(model).min_prefix
     breakpoints = []
     for number, index in enumerate(indices, start=1):
-        kind = ("system prompt" if messages[index].get("role") in ("system", "developer")
+        kind = ("system prompt" if messages[index].get("role") in SYSTEM_ROLES
                 else "kept head" if head_end is not None and index < head_end else "rolling window")
         breakpoints.append({"number": number, "index": index, "role": messages[index].get("role"), "kind": kind,
                             "prefix_tokens": sizes[index], "cached": sizes[index] >= minimum})
