@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ctxplug.caching import SYSTEM_ROLES
 from ctxplug.messages import sanitize_tool_pairs
-from ctxplug.plugins.context_engine.compressor.boundaries import SYSTEM_ROLES, Span
+from ctxplug.plugins.context_engine.compressor.boundaries import Span
 from ctxplug.plugins.context_engine.compressor.handoff import merge_summary, summary_message, with_system_note
 
 Message = dict[str, Any]

@@ -12,11 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxplug.caching import system_prefix_length
 from ctxplug.messages import align_boundary_backward, content_text, group_end
 
 Message = dict[str, Any]
-
-SYSTEM_ROLES = ("system", "developer")
 
 
 @dataclass(frozen=True)
@@ -40,9 +39,7 @@ class Span:
 
 def find_head_end(messages: Sequence[Message], protect_first_n: int) -> int:
     """Index just past the head: leading system messages plus the first exchange, tool group included."""
-    index = 0
-    while index < len(messages) and messages[index].get("role") in SYSTEM_ROLES:
-        index += 1
+    index = system_prefix_length(messages)
     # The head keeps the first exchange only when it opens with the user, so the first message after the system
     # prompt stays a user message (Anthropic rejects anything else) even in transcripts without user turns.
     if index >= len(messages) or messages[index].get("role") != "user" or protect_first_n <= index:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxplug.caching import SYSTEM_ROLES
 from ctxplug.messages import COMPACTION_MARKER, content_text, is_compaction_summary
 
 Message = dict[str, Any]
@@ -94,7 +95,7 @@ def unwrap_summaries(messages: Sequence[Message]) -> Unwrapped:
     kept: list[Message] = []
     bodies: list[str] = []
     for message in messages:
-        if message.get("role") in ("system", "developer") or not is_compaction_summary(message):
+        if message.get("role") in SYSTEM_ROLES or not is_compaction_summary(message):
             kept.append(message)
             continue
         body = summary_body(message)

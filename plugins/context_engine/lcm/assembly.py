@@ -11,12 +11,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ctxplug.caching import system_prefix_length
 from ctxplug.messages import COMPACTION_MARKER, align_boundary_backward, content_text, group_end, iter_groups
 from ctxplug.plugins.context_engine.lcm.store import SummaryNode
 
 Message = dict[str, Any]
 
-SYSTEM_ROLES = ("system", "developer")
 LCM_MARKER = f"{COMPACTION_MARKER} · lcm]"
 _NODE_HEADER = re.compile(r"^--- S(\d+) · depth \d+ · messages \d+-\d+ ---$", re.MULTILINE)
 
@@ -51,9 +51,7 @@ def summary_message(role: str, nodes: Sequence[SummaryNode]) -> Message:
 
 def find_head_end(messages: Sequence[Message]) -> int:
     """Index just past the head: the leading system messages and the first exchange (its tool group included)."""
-    index = 0
-    while index < len(messages) and messages[index].get("role") in SYSTEM_ROLES:
-        index += 1
+    index = system_prefix_length(messages)
     if index < len(messages) and messages[index].get("role") == "user":
         index += 1
         if index < len(messages) and messages[index].get("role") == "assistant":

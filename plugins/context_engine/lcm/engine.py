@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 from hashlib import blake2b
 from typing import Any
 
+from ctxplug.caching import system_prefix_length
 from ctxplug.engine import CompressionReport, ContextEngine, EngineContext, Message, Outcome
 from ctxplug.errors import CtxplugError
 from ctxplug.messages import sanitize_tool_pairs
 from ctxplug.plugins.context_engine.lcm.assembly import (
-    SYSTEM_ROLES,
     assemble,
     find_head_end,
     fresh_tail_start,
@@ -128,7 +128,7 @@ class LcmEngine(ContextEngine):
         """The configured session id, else one derived from the system prompt and the first exchange's opening."""
         if self.options.session_id:
             return self.options.session_id
-        first = next((i for i, m in enumerate(messages) if m.get("role") not in SYSTEM_ROLES), len(messages))
+        first = system_prefix_length(messages)
         if summaries and summaries[0] == first:
             # the conversation opens with this engine's summary: the session is the one its nodes belong to
             for node_id in referenced_nodes(messages[first]):
