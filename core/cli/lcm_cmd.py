@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -84,8 +85,6 @@ def run_expand(args: argparse.Namespace) -> int:
 
 def run_stats(args: argparse.Namespace) -> int:
     """Print the store's sizes."""
-    from dataclasses import asdict
-
     store, _ = _open(args)
     stats = store.stats()
     if args.json:
@@ -102,7 +101,7 @@ def _open(args: argparse.Namespace) -> tuple[Any, Any]:
     config = load_config(discover_config_path(args.config))
     lcm_options = _lcm("options")
     options = lcm_options.parse_options(config, config.engine_options("lcm"))
-    path = Path(args.db) if args.db else Path(lcm_options.database_path(config, options))
+    path = Path(args.db) if args.db else lcm_options.database_path(config, options)
     if not path.is_file():
         raise CtxplugError(f"no lcm store at {path}; pass --db PATH or set context.engines.lcm.database")
     return _lcm("sqlite_store").SQLiteStore(path, busy_timeout=options.busy_timeout), options
