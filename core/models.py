@@ -62,8 +62,6 @@ class ModelTable:
     provider_aliases: Mapping[str, str]
 
 
-@functools.cache
-
 def canonical_claude_name(model: str | None) -> str | None:
     """The Anthropic API family id of a Claude model in any of its spellings, or None for other models.
 
@@ -89,6 +87,7 @@ def is_claude_model(model: str | None) -> bool:
     return canonical_claude_name(model) is not None
 
 
+@functools.cache
 def model_table() -> ModelTable:
     """The bundled model table, read once from the package data."""
     raw: dict[str, Any] = json.loads(resources.files("ctxplug").joinpath("data/models.json").read_text("utf-8"))
