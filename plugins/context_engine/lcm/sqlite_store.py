@@ -17,6 +17,7 @@ import os
 import sqlite3
 import threading
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -214,14 +215,17 @@ class SQLiteStore:
         return [_node(r) for r in rows]
 
     def covering_leaves(self, session: str, seqs: Sequence[int]) -> dict[int, int]:
-        """For each seq that a leaf of ``session`` covers, the leaf's id."""
+        """For each seq that a leaf of ``session`` covers, the leaf's id (one query for all of them)."""
+        wanted = sorted(set(seqs))
+        if not wanted:
+            return {}
+        rows = self._read("SELECT n.id, n.first_seq, n.last_seq FROM nodes n JOIN sessions s ON s.id = n.sid "
+                          "WHERE s.name = ? AND n.depth = 0 AND n.last_seq >= ? AND n.first_seq <= ? "
+                          "ORDER BY n.first_seq", (session, wanted[0], wanted[-1]))
         found: dict[int, int] = {}
-        for seq in set(seqs):
-            rows = self._read("SELECT n.id FROM nodes n JOIN sessions s ON s.id = n.sid WHERE s.name = ? "
-                              "AND n.depth = 0 AND n.first_seq <= ? AND n.last_seq >= ? LIMIT 1",
-                              (session, seq, seq))
-            if rows:
-                found[seq] = int(rows[0][0])
+        for node_id, first, last in rows:
+            for seq in wanted[bisect_left(wanted, first):bisect_right(wanted, last)]:
+                found.setdefault(seq, int(node_id))
         return found
 
     def search(self, query: str, session: str | None, limit: int, offset: int,

@@ -110,7 +110,9 @@ def grep(store: LcmStore, session: str | None, arguments: Mapping[str, Any], *,
         spans = [None] * len(hits)
         note = None
     terms = _query_terms(pattern)
-    results = [_hit_json(store, hit, span, terms) for hit, span in zip(hits, spans, strict=True)]
+    leaves = _covering_leaves(store, hits)
+    results = [_hit_json(hit, span, terms, leaves.get((hit.session, hit.seq)))
+               for hit, span in zip(hits, spans, strict=True)]
     answer: dict[str, Any] = {"pattern": pattern, "regex": regex, "results": results, "offset": offset,
                               "next_offset": offset + len(results) if more else None}
     if note:
@@ -165,8 +167,16 @@ def expand(store: LcmStore, arguments: Mapping[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _hit_json(store: LcmStore, hit: SearchHit, span: tuple[int, int] | None, terms: list[str]) -> dict[str, Any]:
-    leaf = store.covering_leaves(hit.session, [hit.seq]).get(hit.seq)
+def _covering_leaves(store: LcmStore, hits: list[SearchHit]) -> dict[tuple[str, int], int]:
+    """(session, seq) -> the leaf covering that hit, asked once per session rather than once per hit."""
+    by_session: dict[str, list[int]] = {}
+    for hit in hits:
+        by_session.setdefault(hit.session, []).append(hit.seq)
+    return {(session, seq): leaf for session, seqs in by_session.items()
+            for seq, leaf in store.covering_leaves(session, seqs).items()}
+
+
+def _hit_json(hit: SearchHit, span: tuple[int, int] | None, terms: list[str], leaf: int | None) -> dict[str, Any]:
     return {"id": hit.id, "session": hit.session, "seq": hit.seq, "role": hit.role,
             "timestamp": _time(hit.created_at), "snippet": snippet(hit.text, span, terms),
             "node": f"S{leaf}" if leaf is not None else None}
