@@ -17,7 +17,7 @@ from typing import Any
 
 from ctxplug.cache_pricing import CacheRules
 from ctxplug.messages import Message, content_text, tool_calls_of
-from ctxplug.tokens import IMAGE_PART_TOKENS, count_tokens
+from ctxplug.tokens import IMAGE_PART_TOKENS, IMAGE_PART_TYPES, count_tokens
 
 # Anthropic does not publish the framing a block costs; a few tokens per block keeps many small blocks from
 # counting as free next to the API's own count (docs/caching.md, "token counts").
@@ -56,7 +56,7 @@ def _part_blocks(role: str, part: Any, count: BlockCounter) -> Iterator[tuple[st
         part = {"type": "text", "text": part}
     if not isinstance(part, dict):
         return
-    if part.get("type") in ("image_url", "image", "input_image"):
+    if part.get("type") in IMAGE_PART_TYPES:
         source = json.dumps({k: v for k, v in part.items() if k != "cache_control"}, sort_keys=True)
         yield f"{role}|image|{source}", IMAGE_PART_TOKENS + count.framing, marked
     elif isinstance(part.get("text"), str) and part["text"].strip():

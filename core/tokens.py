@@ -32,7 +32,7 @@ IMAGE_PART_TOKENS = 1500
 ROUGH_MESSAGE_TOKENS = 4
 CHARS_PER_TOKEN = 4
 
-_IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
+IMAGE_PART_TYPES = frozenset({"image_url", "image", "input_image"})
 # fields that are not sent to the model as text: counted by their own rules, or not at all
 _FRAMED_FIELDS = frozenset({"role", "content", "name", "tool_call_id", "tool_calls", "cache_control"})
 # CJK ideographs, kana, hangul and full-width forms: about one token each in every common tokenizer (o200k
@@ -177,7 +177,7 @@ def _message_texts(message: Message) -> tuple[list[str], int, int]:
                 texts.append(part)
             elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
-            elif isinstance(part, Mapping) and part.get("type") in _IMAGE_PART_TYPES:
+            elif isinstance(part, Mapping) and part.get("type") in IMAGE_PART_TYPES:
                 images += 1
             elif part is not None:
                 texts.append(_compact_json(part))
