@@ -93,8 +93,9 @@ def message_blocks(message: Message, count: BlockCounter) -> list[Block]:
 def request_blocks(messages: Sequence[Message], count: BlockCounter,
                    tools: Sequence[Mapping[str, Any]] = (), *, cache_tools: bool = False) -> list[Block]:
     """Every block of one request in Anthropic's cache order: tools, then the system prompt, then the messages."""
-    blocks = [Block(f"tool|{json.dumps(tool, sort_keys=True)}", count(json.dumps(tool, sort_keys=True)),
-                    cache_tools and index == len(tools) - 1) for index, tool in enumerate(tools)]
+    schemas = [json.dumps(tool, sort_keys=True) for tool in tools]
+    blocks = [Block(f"tool|{schema}", count(schema), cache_tools and index == len(schemas) - 1)
+              for index, schema in enumerate(schemas)]
     for message in messages:
         blocks.extend(message_blocks(message, count))
     return blocks
