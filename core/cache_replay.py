@@ -65,11 +65,11 @@ def build_requests(messages: Sequence[Message], *, size: Callable[[Sequence[Mess
         if message.get("role") == "assistant" and active:
             if replay.requests:
                 at += user_gap if user_spoke else turn_seconds
-            if compact is not None and compact_at is not None and size(active) > compact_at:
+            if compact is not None and compact_at is not None and (before := size(active)) > compact_at:
                 compacted = list(compact(list(active)))
                 if compacted != active:  # an engine that declined (or failed) changed nothing and cost nothing
                     replay.compactions.append(Compaction(len(replay.compactions) + 1, len(replay.requests),
-                                                         size(active), size(compacted)))
+                                                         before, size(compacted)))
                     active = compacted
             replay.requests.append(Request(index, at, list(active)))
             user_spoke = False
@@ -104,7 +104,10 @@ def price_requests(requests: Sequence[Request], pricing: Pricing, placement: str
     budget = MAX_BREAKPOINTS - (1 if cache_tools else 0)
     costs = []
     for request in requests:
-        plain = request_blocks(request.messages, counter, pricing.tools)
+        # the unmarked blocks: priced as they are by "none" and "best", and the size the TTL chooser sees; for
+        # system_and_3 without a chooser they would be counted only to be thrown away
+        plain = (request_blocks(request.messages, counter, pricing.tools)
+                 if placement != "system_and_3" or chooser is not None else [])
         if placement == "none":
             costs.append(uncached_cost(plain))
             continue
