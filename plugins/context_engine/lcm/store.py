@@ -49,7 +49,12 @@ class SummaryNode:
     @property
     def label(self) -> str:
         """The id the agent and the CLI use: ``S`` and the number."""
-        return f"S{self.id}"
+        return node_label(self.id)
+
+
+def node_label(node_id: int) -> str:
+    """How a node id is shown to the agent and the CLI: ``S`` and the number (``S12``)."""
+    return f"S{node_id}"
 
 
 @dataclass(frozen=True)

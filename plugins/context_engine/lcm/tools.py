@@ -15,7 +15,7 @@ from typing import Any
 from ctxplug.errors import CtxplugError
 from ctxplug.messages import content_text
 from ctxplug.plugins.context_engine.lcm.regex_filter import first_matches
-from ctxplug.plugins.context_engine.lcm.store import LcmStore, SearchHit, StoredMessage, SummaryNode
+from ctxplug.plugins.context_engine.lcm.store import LcmStore, SearchHit, StoredMessage, SummaryNode, node_label
 
 SNIPPET_CHARS = 200
 REGEX_CANDIDATES = 2_000
@@ -131,7 +131,7 @@ def describe(store: LcmStore, arguments: Mapping[str, Any]) -> dict[str, Any]:
                    "first_id": facts.first_id, "last_id": facts.last_id,
                    "first_at": _time(facts.first_at), "last_at": _time(facts.last_at)},
         "summary_tokens": node.tokens, "source_tokens": facts.tokens,
-        "parent": f"S{node.parent}" if node.parent is not None else None,
+        "parent": node_label(node.parent) if node.parent is not None else None,
         "children": [{"node": child.label, "depth": child.depth, "first_seq": child.first_seq,
                       "last_seq": child.last_seq, "tokens": child.tokens} for child in store.children(node.id)],
         "summary": node.text,
@@ -179,7 +179,7 @@ def _covering_leaves(store: LcmStore, hits: list[SearchHit]) -> dict[tuple[str, 
 def _hit_json(hit: SearchHit, span: tuple[int, int] | None, terms: list[str], leaf: int | None) -> dict[str, Any]:
     return {"id": hit.id, "session": hit.session, "seq": hit.seq, "role": hit.role,
             "timestamp": _time(hit.created_at), "snippet": snippet(hit.text, span, terms),
-            "node": f"S{leaf}" if leaf is not None else None}
+            "node": node_label(leaf) if leaf is not None else None}
 
 
 def snippet(text: str, span: tuple[int, int] | None, terms: list[str]) -> str:
