@@ -1,7 +1,9 @@
 """`CompressorEngine`: the builtin lossy engine — prune, find boundaries, summarize, assemble (SPEC §4 and §7).
 
-The phases are pure functions in their own modules; this class holds what lives between calls (the previous
-summary, the back-off state, the report) and turns summary-writer failures into an unchanged conversation.
+The phases are pure functions in their own modules; this class holds what lives between calls (the back-off state,
+the report, the last summary written) and turns summary-writer failures into an unchanged conversation. The summary
+a compression updates is read back from the messages themselves (`unwrap_summaries`), not from this object, so a
+restarted engine continues where the last one left off.
 """
 
 from __future__ import annotations
