@@ -9,6 +9,7 @@ builtin compressor with a warning naming what was asked for; ``context.strict: t
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -134,14 +135,15 @@ def load_engine(
         context_length = context_length_for(model, provider, config)
     budgets = compute_budgets(config, context_length=context_length, model=model, provider=provider)
     announce_codex_autoraise(budgets, config, model)
-    engine = _build_selected(config, name, EngineContext(
+    engine = _build_selected(EngineContext(
         name=name, config=config, budgets=budgets, model=model, provider=provider, options=config.engine_options(name),
     ))
     return EngineHost(engine, observers=tuple(observers))
 
 
-def _build_selected(config: Config, name: str, context: EngineContext) -> ContextEngine:
-    """The engine ``name`` resolves to, or the builtin compressor with a warning (strict: the error)."""
+def _build_selected(context: EngineContext) -> ContextEngine:
+    """The engine ``context.name`` resolves to, or the builtin compressor with a warning (strict: the error)."""
+    config, name = context.config, context.name
     source = _resolve(config, name)
     if source is not None:
         try:
@@ -161,10 +163,8 @@ def _build_selected(config: Config, name: str, context: EngineContext) -> Contex
             ", ".join(available),
         )
     builtin = builtin_sources(BUILTIN_ENGINE)[0]
-    options = config.engine_options(BUILTIN_ENGINE)
-    return _instantiate(builtin, EngineContext(
-        name=BUILTIN_ENGINE, config=config, budgets=context.budgets, model=context.model,
-        provider=context.provider, options=options, clock=context.clock,
+    return _instantiate(builtin, dataclasses.replace(
+        context, name=BUILTIN_ENGINE, options=config.engine_options(BUILTIN_ENGINE),
     ))
 
 
