@@ -14,6 +14,7 @@ every message until it grows materially or a cooldown passes.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -216,11 +217,10 @@ class SessionHygiene:
             growth = decision.tokens - baseline
             if growth >= self.regrowth_tokens:
                 return decision
-        return HygieneDecision(
-            False, "held", decision.tokens, decision.token_source, decision.threshold_tokens,
-            decision.context_length, decision.message_count,
-            f"stayed over 85% after its last compression {waited:.0f}s ago; grown {growth} of the "
-            f"{self.regrowth_tokens} tokens that allow another try (or wait {self.cooldown_seconds:.0f}s)",
+        return dataclasses.replace(
+            decision, compress=False, reason="held",
+            detail=f"stayed over 85% after its last compression {waited:.0f}s ago; grown {growth} of the "
+                   f"{self.regrowth_tokens} tokens that allow another try (or wait {self.cooldown_seconds:.0f}s)",
         )
 
     def run(
