@@ -100,7 +100,7 @@ def assess_session(
         if reported_messages is not None and reported_messages < count:
             tokens += estimate_messages_tokens_rough(list(messages[reported_messages:]))
     else:
-        tokens = estimate_messages_tokens_rough(list(messages), tools=list(tools) if tools else None)
+        tokens = estimate_messages_tokens_rough(list(messages), tools=tools)
 
     def decide(compress: bool, reason: HygieneReason, detail: str) -> HygieneDecision:
         return HygieneDecision(compress, reason, tokens, source, threshold, context_length, count, detail)
@@ -131,7 +131,7 @@ def apply_hygiene(
     report = engine.last_report if engine.last_report is not previous_report else None
     compressed = report.changed if report is not None else (result is not given and result != given)
     # The API has not seen the compressed session yet, so its size can only be estimated.
-    after = estimate_messages_tokens_rough(result, tools=list(tools) if tools else None)
+    after = estimate_messages_tokens_rough(result, tools=tools)
     still_over = after >= decision.threshold_tokens
     warning = None
     if not compressed:
