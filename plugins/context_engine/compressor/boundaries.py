@@ -8,7 +8,7 @@ starting at a group boundary whose role differs from the summary's. Everything b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +115,7 @@ def _compatible_start(messages: Sequence[Message], head_end: int, cut: int, role
     return None
 
 
-def _last_index(messages: Sequence[Message], start: int, wanted: Any) -> int | None:
+def _last_index(messages: Sequence[Message], start: int, wanted: Callable[[Message], bool]) -> int | None:
     for index in range(len(messages) - 1, start - 1, -1):
         if wanted(messages[index]):
             return index
