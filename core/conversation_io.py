@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxplug.errors import ConversationError
-from ctxplug.messages import ROLES
-
-Message = dict[str, Any]
+from ctxplug.messages import ROLES, Message
 
 
 def read_conversation(path: str | Path) -> list[Message]:

@@ -9,13 +9,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ctxplug.hookspecs import hookimpl
+from ctxplug.messages import Message as Message  # re-exported: engines import it from here
 from ctxplug.usage import Usage, normalize_usage
 
 if TYPE_CHECKING:
     from ctxplug.budgets import Budgets
     from ctxplug.config import Config
-
-Message = dict[str, Any]
 
 Outcome = Literal["llm", "chunked", "extractive", "aborted", "skipped", "failed"]
 

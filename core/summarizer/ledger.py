@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from ctxplug.messages import content_text, is_compaction_summary, tool_call_id, tool_calls_of
-
-Message = dict[str, Any]
+from ctxplug.messages import Message, content_text, is_compaction_summary, tool_call_id, tool_calls_of
 
 # Argument names that hold a shell command, and names that hold a file path.
 _COMMAND_ARGS = ("command", "cmd", "script", "code")

@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any
 
-from ctxplug.messages import content_text, tool_calls_of
+from ctxplug.messages import Message, content_text, tool_calls_of
 from ctxplug.redact import redact_secrets
-
-Message = dict[str, Any]
 
 MESSAGE_MAX_CHARS = 6_000
 MESSAGE_HEAD_CHARS = 4_000
