@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ctxplug.redact import redact_secrets
 from ctxplug.summarizer import SummaryRequest, SummaryResult
 from ctxplug.summarizer.ledger import CommandRun, Ledger, read_ledger
-from ctxplug.tokens import estimate_text_tokens_rough
+from ctxplug.tokens import CHARS_PER_TOKEN, estimate_text_tokens_rough
 
 REQUEST_MAX_CHARS = 600
 REQUEST_MIN_CHARS = 160
@@ -100,7 +100,7 @@ def _ledger_items(ledger: Ledger, budget_tokens: int, numbered_before: int = 0) 
     items: list[_Item] = []
     requests = ledger.requests
     # Many requests share the Goal's part of the budget: each is cut shorter so that more of them fit.
-    goal_chars = int(budget_tokens * 4 * dict(_SHARES)[GOAL])
+    goal_chars = int(budget_tokens * CHARS_PER_TOKEN * dict(_SHARES)[GOAL])
     request_chars = max(REQUEST_MIN_CHARS, min(REQUEST_MAX_CHARS, goal_chars // max(1, len(requests))))
     if requests:
         # The first request says what the session is for, the last what is wanted now: both outrank the rest.

@@ -20,7 +20,7 @@ from ctxplug.summarizer import SummaryRequest, SummaryResult
 from ctxplug.summarizer.extractive import ExtractiveSummaryWriter
 from ctxplug.summarizer.llm.client import TASK, SummaryModelClient, retry_after_seconds
 from ctxplug.summarizer.llm.prompt import merge_prompt, serialize, strip_reasoning, summary_prompt
-from ctxplug.tokens import estimate_text_tokens_rough
+from ctxplug.tokens import CHARS_PER_TOKEN, estimate_text_tokens_rough
 
 logger = logging.getLogger("ctxplug.summarizer")
 
@@ -161,7 +161,7 @@ class Escalation:
 
 def split_blocks(blocks: Sequence[str], max_tokens: int) -> list[list[str]]:
     """Consecutive groups of ``blocks`` of at most ``max_tokens`` each; a block too large alone is cut to fit."""
-    limit_chars = max_tokens * 4
+    limit_chars = max_tokens * CHARS_PER_TOKEN
     groups: list[list[str]] = [[]]
     used = 0
     for block in blocks:
