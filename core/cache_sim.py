@@ -74,7 +74,7 @@ def message_blocks(message: Message, count: BlockCounter) -> list[Block]:
     content = message.get("content")
     if role == "tool":
         marked = isinstance(content, list) and any(isinstance(p, dict) and "cache_control" in p for p in content)
-        text = content_text(message) if isinstance(content, str | list) else ""
+        text = content_text(message)
         found.append((f"tool_result|{message.get('tool_call_id')}|{text}", count(text), marked))
     else:
         parts = [content] if isinstance(content, str) else content if isinstance(content, list) else []
