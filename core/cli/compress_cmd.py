@@ -17,9 +17,8 @@ from typing import Any, TextIO
 from ctxplug.config import discover_config_path, load_config
 from ctxplug.conversation_io import read_conversation, write_conversation
 from ctxplug.engine import CompressionReport
+from ctxplug.models import DEFAULT_CONTEXT_LENGTH
 from ctxplug.registry import load_engine
-
-DEFAULT_CONTEXT_LENGTH = 128_000
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
