@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ctxplug.cache_pricing import CacheRules, cache_rules
-from ctxplug.cache_sim import BlockCounter, PromptCache, RequestCost, request_blocks, uncached_cost
+from ctxplug.cache_sim import PLACEMENTS, BlockCounter, PromptCache, RequestCost, request_blocks, uncached_cost
 from ctxplug.cache_ttl import TtlChooser, resolve_ttl
 from ctxplug.caching import MAX_BREAKPOINTS, apply_anthropic_cache_control, compaction_head_end
 from ctxplug.messages import Message
@@ -270,8 +270,7 @@ def simulate(messages: Sequence[Message], *, model: str | None = None, rules: Ca
                               compact_at=compact_at if compactor else None, compact=compactor)
 
     replay = replayed(compact)
-    priced = {name: price_requests(replay.requests, pricing, name, counter) for name in ("none", "system_and_3",
-                                                                                         "best")}
+    priced = {name: price_requests(replay.requests, pricing, name, counter) for name in PLACEMENTS}
     uncompacted_totals = None
     uncompacted: dict[int, RequestCost] = {}
     if replay.compactions:

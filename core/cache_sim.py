@@ -22,7 +22,8 @@ from ctxplug.tokens import IMAGE_PART_TOKENS, IMAGE_PART_TYPES, count_tokens
 # Anthropic does not publish the framing a block costs; a few tokens per block keeps many small blocks from
 # counting as free next to the API's own count (docs/caching.md, "token counts").
 BLOCK_FRAMING_TOKENS = 3
-PLACEMENTS = ("system_and_3", "best", "none")
+# what a replay is priced under, in report order: no caching, ctxplug's breakpoints, the best any placement does
+PLACEMENTS = ("none", "system_and_3", "best")
 
 
 @dataclass(frozen=True)
