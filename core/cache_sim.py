@@ -170,9 +170,10 @@ class PromptCache:
         hashes = prefix_hashes(blocks)
         sizes = _cumulative(blocks)
         read_end = next((n for n in range(len(blocks), 0, -1) if self.live(hashes[n], at)), 0)
+        expires = at + rules.lifetime(cache_ttl)
         for n in range(1, len(blocks) + 1):
             if sizes[n] >= rules.min_prefix:
-                self.entries[hashes[n]] = at + rules.lifetime(cache_ttl)
+                self.entries[hashes[n]] = expires
         write_end = len(blocks) if sizes[-1] >= rules.min_prefix else 0
         return _priced(sizes, read_end, write_end, cache_ttl, rules)
 
