@@ -16,8 +16,6 @@ from ctxplug.summarizer.llm.client import SummaryEndpoint, SummaryModelClient, r
 from ctxplug.summarizer.llm.escalation import Escalation, RetryPolicy
 
 if TYPE_CHECKING:
-    import openai
-
     from ctxplug.config import Config
 
 __all__ = ["LLMSummaryWriter", "RetryPolicy", "SummaryEndpoint"]
@@ -27,11 +25,11 @@ class LLMSummaryWriter:
     """Writes summaries with the configured model; retries, chunks, or falls back to the extractive summary."""
 
     def __init__(self, endpoint: SummaryEndpoint | None, *, policy: RetryPolicy | None = None,
-                 client: openai.OpenAI | None = None, config_error: str | None = None) -> None:
+                 config_error: str | None = None) -> None:
         self.endpoint = endpoint
         self.policy = policy or RetryPolicy()
         self.fallback = ExtractiveSummaryWriter()
-        self._model = SummaryModelClient(endpoint, client) if endpoint is not None else None
+        self._model = SummaryModelClient(endpoint) if endpoint is not None else None
         self.config_error = config_error
 
     @classmethod

@@ -87,9 +87,9 @@ def resolve_endpoint(config: Config, environ: Mapping[str, str] | None = None) -
 class SummaryModelClient:
     """Sends one chat request to the summary model and returns its text, or raises a classified `SummaryError`."""
 
-    def __init__(self, endpoint: SummaryEndpoint, client: openai.OpenAI | None = None) -> None:
+    def __init__(self, endpoint: SummaryEndpoint) -> None:
         self.endpoint = endpoint
-        self._client = client
+        self._client: openai.OpenAI | None = None
 
     @property
     def client(self) -> openai.OpenAI:
