@@ -111,8 +111,9 @@ class EngineHost:
 
     def track_usage(self, usage: Any) -> None:
         """Hand a response's usage (OpenAI or Anthropic, object or dict) to the engine and every observer."""
-        normalized = normalize_usage(usage)
-        self._broadcast("track_usage", usage=normalized)
+        arguments = {"usage": normalize_usage(usage)}
+        for impl in self._impls("track_usage"):  # each on its own, so one failing observer spares the rest
+            self._call_isolated(impl, arguments)
 
     def tools(self) -> list[dict[str, Any]]:
         """Tool schemas from the engine, then the observers, deduplicated by function name (the engine's win)."""
@@ -147,10 +148,6 @@ class EngineHost:
                 name = str(schema.get("function", {}).get("name", schema.get("name", "")))
                 owners.setdefault(name, (schema, impl.plugin))
         return owners
-
-    def _broadcast(self, hook_name: str, **kwargs: Any) -> list[Any]:
-        """Call every implementation of a hook on its own, so one failing observer spares the rest."""
-        return [self._call_isolated(impl, kwargs) for impl in self._impls(hook_name)]
 
     def _impls(self, hook_name: str) -> list[pluggy.HookImpl]:
         """A hook's implementations in pluggy's call order, the engine's first."""
