@@ -18,10 +18,9 @@ from ctxplug.caching import (
     apply_anthropic_cache_control,
     cache_marker,
     strip_cache_control,
-    system_prefix_length,
 )
 from ctxplug.errors import ConversationError
-from ctxplug.messages import Message, sanitize_tool_pairs, tool_call_id, tool_calls_of
+from ctxplug.messages import Message, sanitize_tool_pairs, system_prefix_length, tool_call_id, tool_calls_of
 
 Block = dict[str, Any]
 OPENING_USER_TEXT = "(The conversation so far continues below.)"

@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ctxplug.errors import ConfigError
-from ctxplug.messages import Message, is_compaction_summary
+from ctxplug.messages import Message, is_compaction_summary, system_prefix_length
 
 MAX_BREAKPOINTS = 4
 CACHE_TTLS = ("5m", "1h")
-SYSTEM_ROLES = ("system", "developer")
 
 
 def cache_marker(cache_ttl: str) -> dict[str, str]:
@@ -32,14 +31,6 @@ def cache_marker(cache_ttl: str) -> dict[str, str]:
         return {"type": "ephemeral", "ttl": "1h"}
     raise ConfigError(f"{cache_ttl!r} is not a cache TTL; use 5m or 1h (auto is resolved to one of them by the "
                       f"cache policy before markers are placed)", key_path="prompt_caching.cache_ttl")
-
-
-def system_prefix_length(messages: Sequence[Message]) -> int:
-    """How many leading messages form the system prompt (Anthropic's top-level ``system``)."""
-    count = 0
-    while count < len(messages) and messages[count].get("role") in SYSTEM_ROLES:
-        count += 1
-    return count
 
 
 def _blank_text(part: Any) -> bool:

@@ -11,6 +11,8 @@ from typing import Any
 Message = dict[str, Any]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
+# Roles that make up the system prompt (Anthropic's top-level ``system``); developer is OpenAI's newer spelling.
+SYSTEM_ROLES = ("system", "developer")
 
 REMOVED_CALL_NOTE = "[tool call removed: its result was compacted away]"
 
@@ -51,6 +53,14 @@ def content_text(message: Message) -> str:
                 parts.append(part)
         return "\n".join(parts)
     return ""
+
+
+def system_prefix_length(messages: Sequence[Message]) -> int:
+    """How many leading messages form the system prompt."""
+    count = 0
+    while count < len(messages) and messages[count].get("role") in SYSTEM_ROLES:
+        count += 1
+    return count
 
 
 def is_compaction_summary(message: Message) -> bool:

@@ -18,11 +18,12 @@ from ctxplug.cache_policy import TTL_CHOICES
 from ctxplug.cache_pricing import cache_rules
 from ctxplug.cache_replay import Compactor, SimulationReport, simulate
 from ctxplug.cache_sim import BlockCounter, message_blocks
-from ctxplug.caching import SYSTEM_ROLES, apply_anthropic_cache_control, breakpoint_indices, compaction_head_end
-from ctxplug.config import Config, discover_config_path, load_config
+from ctxplug.caching import apply_anthropic_cache_control, breakpoint_indices, compaction_head_end
+from ctxplug.cli import config_from_args
+from ctxplug.config import Config
 from ctxplug.conversation_io import read_conversation
 from ctxplug.errors import ConversationError
-from ctxplug.messages import Message
+from ctxplug.messages import SYSTEM_ROLES, Message
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
 
@@ -138,7 +139,7 @@ def _read_tools(path: str | None) -> list[dict[str, Any]]:
 def run_simulate(args: argparse.Namespace) -> int:
     """Replay ``args.session`` and print what caching costs and saves."""
     messages = read_conversation(args.session)
-    config = load_config(discover_config_path(args.config))
+    config = config_from_args(args)
     ttl = args.ttl or config.prompt_caching.cache_ttl
     compact = _compactor(config, args.model, args.compact_at) if args.compact_at else None
     report = simulate(messages, model=args.model, cache_ttl=ttl, turn_seconds=args.turn_seconds,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxplug.caching import SYSTEM_ROLES
-from ctxplug.messages import sanitize_tool_pairs
+from ctxplug.messages import SYSTEM_ROLES, sanitize_tool_pairs
 from ctxplug.plugins.context_engine.compressor.boundaries import Span
 from ctxplug.plugins.context_engine.compressor.handoff import merge_summary, summary_message, with_system_note
 

@@ -12,8 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxplug.caching import system_prefix_length
-from ctxplug.messages import align_boundary_backward, content_text, group_end
+from ctxplug.messages import align_boundary_backward, content_text, group_end, system_prefix_length
 
 Message = dict[str, Any]
 

@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxplug.caching import SYSTEM_ROLES
-from ctxplug.messages import COMPACTION_MARKER, content_text, is_compaction_summary
+from ctxplug.messages import COMPACTION_MARKER, SYSTEM_ROLES, content_text, is_compaction_summary
 
 Message = dict[str, Any]
 

@@ -11,8 +11,14 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ctxplug.caching import system_prefix_length
-from ctxplug.messages import COMPACTION_MARKER, align_boundary_backward, content_text, group_end, iter_groups
+from ctxplug.messages import (
+    COMPACTION_MARKER,
+    align_boundary_backward,
+    content_text,
+    group_end,
+    iter_groups,
+    system_prefix_length,
+)
 from ctxplug.plugins.context_engine.lcm.store import SummaryNode
 
 Message = dict[str, Any]

@@ -15,10 +15,9 @@ from dataclasses import dataclass, replace
 from hashlib import blake2b
 from typing import Any
 
-from ctxplug.caching import system_prefix_length
 from ctxplug.engine import CompressionReport, ContextEngine, EngineContext, Message, Outcome
 from ctxplug.errors import CtxplugError
-from ctxplug.messages import sanitize_tool_pairs
+from ctxplug.messages import sanitize_tool_pairs, system_prefix_length
 from ctxplug.plugins.context_engine.lcm.assembly import (
     assemble,
     find_head_end,
