@@ -12,6 +12,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from ctxplug.config import Config, discover_config_path, load_config
 from ctxplug.errors import CtxplugError
 
 COMMAND_MODULES: tuple[str, ...] = (
@@ -25,6 +26,11 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 USAGE_ERROR = 2
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    """The configuration a command runs with: ``--config``, else $CTXPLUG_CONFIG, else ./config.yaml, else defaults."""
+    return load_config(discover_config_path(args.config))
 
 
 def build_parser() -> argparse.ArgumentParser:

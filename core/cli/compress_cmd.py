@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from ctxplug.config import discover_config_path, load_config
+from ctxplug.cli import config_from_args
 from ctxplug.conversation_io import read_conversation, write_conversation
 from ctxplug.engine import CompressionReport
 from ctxplug.models import DEFAULT_CONTEXT_LENGTH
@@ -43,7 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def run(args: argparse.Namespace) -> int:
     """Compress ``args.session`` once (forced, ignoring back-off) and report the result."""
     messages = read_conversation(args.session)
-    config = load_config(discover_config_path(args.config))
+    config = config_from_args(args)
     host = load_engine(config, model=args.model, context_length=_context_length(args))
     context_length = host.context_length
     progress = _Progress(sys.stderr)

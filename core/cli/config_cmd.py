@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from ctxplug.cli import config_from_args
 from ctxplug.config import DEFAULT_CONFIG_NAME, Config, config_as_dict, discover_config_path, load_config
 from ctxplug.config_edit import InPlaceEditError, render_scalar, set_yaml_value
 from ctxplug.config_validate import Origin, build_section, unknown_key_message
@@ -62,7 +63,7 @@ def show(args: argparse.Namespace) -> int:
 def get(args: argparse.Namespace) -> int:
     """Print the value at one dotted key path."""
     parts, _, _ = resolve_key(args.key)
-    value = _walk(config_as_dict(load_config(discover_config_path(args.config))), parts)
+    value = _walk(config_as_dict(config_from_args(args)), parts)
     if value is _MISSING:
         raise ConfigError("not set", key_path=args.key)
     if isinstance(value, dict | list) and value:

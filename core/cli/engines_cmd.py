@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from ctxplug.config import discover_config_path, load_config
+from ctxplug.cli import config_from_args
 from ctxplug.discovery import plugin_dirs
 from ctxplug.registry import EngineInfo, available_engines
 
@@ -31,7 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run(args: argparse.Namespace) -> int:
     """Print the engine list for the configuration in use."""
-    config = load_config(discover_config_path(args.config))
+    config = config_from_args(args)
     engines = available_engines(config, check=args.check)
     facts: dict[str, Any] = {
         "config": str(config.source) if config.source else None,

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ctxplug.config import discover_config_path, load_config
+from ctxplug.cli import config_from_args
 from ctxplug.errors import CtxplugError
 
 
@@ -98,7 +98,7 @@ def run_stats(args: argparse.Namespace) -> int:
 
 def _open(args: argparse.Namespace) -> tuple[Any, Any]:
     """The store named by ``--db`` or the configuration, which must exist already, and the engine's options."""
-    config = load_config(discover_config_path(args.config))
+    config = config_from_args(args)
     lcm_options = _lcm("options")
     options = lcm_options.parse_options(config, config.engine_options("lcm"))
     path = Path(args.db) if args.db else lcm_options.database_path(config, options)

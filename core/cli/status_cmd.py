@@ -12,8 +12,8 @@ from typing import Any
 
 from ctxplug.budgets import compute_budgets
 from ctxplug.cache_policy import infer_provider, resolve_cache_policy
+from ctxplug.cli import config_from_args
 from ctxplug.codex_autoraise import OPT_OUT_COMMAND
-from ctxplug.config import discover_config_path, load_config
 from ctxplug.hygiene import HYGIENE_THRESHOLD
 from ctxplug.models import lookup_model
 
@@ -33,7 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def status_facts(args: argparse.Namespace) -> dict[str, Any]:
     """Everything the status command shows, as plain data."""
-    config = load_config(discover_config_path(args.config))
+    config = config_from_args(args)
     provider = infer_provider(args.model, args.provider)
     info = lookup_model(args.model, provider, config)
     context_length = args.context_length or info.context_length
